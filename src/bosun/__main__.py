@@ -1,0 +1,3 @@
+from bosun.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""Settings and worker profiles.
+
+Sources, lowest to highest precedence: built-in defaults < user config (``BOSUN_CONFIG`` or the
+platform config dir, ``config.toml``) < the repo's ``bosun.toml`` < environment (``BOSUN_*``) < CLI
+flags. Tables merge key by key; a profile defined in both files is merged field by field.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bosun.errors import BadInput
+
+ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo")
+
+# Paths a worker may never change, whatever the task says. Test-runner config inside shared files
+# (pyproject's [tool.pytest*], setup.cfg's pytest section, package.json's execution keys) is guarded
+# by content-aware gates rather than whole-file globs, so a worker can still add a dependency.
+ALWAYS_LOCKED = (
+    ".git/**",
+    ".ci/**",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    "pytest.ini",
+    "tox.ini",
+    "noxfile.py",
+    "conftest.py",
+    ".env*",
+    "credentials*",
+    "*.credentials",
+    "secrets.*",
+    "*.secret",
+    "*.secrets",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "bosun.toml",
+)
+# Glob semantics (bosun.globs): a pattern without "/" matches a file's name at any depth; "**"
+# spans directories; a pattern naming a directory covers everything below it.
+
+
+class Prices(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = Field(default=0.0, ge=0)
+    cached_input: float = Field(default=0.0, ge=0)
+    output: float = Field(default=0.0, ge=0)
+
+
+# Parent-side defaults: Claude Sonnet-class list prices, USD per million tokens, as of 2026-11-01.
+DEFAULT_PARENT_PRICES = Prices(input=3.0, cached_input=0.30, output=15.0)
+PARENT_PRICES_DATE = "2026-11-01"
+
+
+class Profile(BaseModel):
+    """How to reach one worker: an adapter, a model, an endpoint, prices and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = ""
+    adapter: Literal[
+        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo"
+    ] = "command"
+    model: str | None = None
+    command: list[str] = Field(default_factory=list, description="argv of a `command` worker")
+    base_url: str | None = None
+    api: Literal["openai", "responses", "anthropic", "gemini"] | None = None
+    api_key_env: str | None = Field(default=None, description="name of the env var holding the key")
+    env: list[str] = Field(default_factory=list, description="extra env var names passed to the worker")
+    binary: str | None = Field(default=None, description="path or name of the CLI binary")
+    extra_args: list[str] = Field(default_factory=list)
+    prices: Prices = Field(default_factory=Prices)
+    timeout_s: float = Field(default=1800, gt=0)
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+    max_steps: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    fallbacks: list[str] = Field(default_factory=list)
+    tier: Literal["cheap", "standard", "premium"] = "cheap"
+    strengths: list[str] = Field(default_factory=list)
+    self_review: bool = False
+
+    def key_env_names(self) -> list[str]:
+        names = list(self.env)
+        if self.api_key_env:
+            names.append(self.api_key_env)
+        return names
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    default_profile: str | None = None
+    max_concurrent_runs: int = Field(default=4, ge=1, le=32)
+    locked: list[str] = Field(default_factory=list, description="extra always-locked globs")
+    reverify_on_integrate: bool = True
+    parent_prices: Prices = Field(default_factory=lambda: DEFAULT_PARENT_PRICES.model_copy())
+    profiles: dict[str, Profile] = Field(default_factory=dict)
+    callers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("profiles")
+    @classmethod
+    def _name_profiles(cls, v: dict[str, Profile]) -> dict[str, Profile]:
+        for name, prof in v.items():
+            prof.name = name
+        return v
+
+    def locked_globs(self) -> list[str]:
+        return list(ALWAYS_LOCKED) + list(self.locked)
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.profiles)) or "none defined"
+            raise BadInput(
+                f"unknown profile {name!r} (known: {known})",
+                "define it under [profiles.NAME] in bosun.toml or your user config",
+                code="UNKNOWN_PROFILE",
+            ) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: invalid TOML: {exc}", "fix the syntax of that file", code="BAD_CONFIG") from None
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _env_layer() -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    if os.environ.get("BOSUN_PROFILE"):
+        layer["default_profile"] = os.environ["BOSUN_PROFILE"]
+    if os.environ.get("BOSUN_MAX_CONCURRENT_RUNS"):
+        layer["max_concurrent_runs"] = os.environ["BOSUN_MAX_CONCURRENT_RUNS"]
+    return layer
+
+
+def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    from bosun.paths import user_config_path
+
+    user_path = user_config_path()
+    layers = [(str(user_path), _read_toml(user_path))]
+    if repo is not None:
+        repo_path = repo / "bosun.toml"
+        layers.append((str(repo_path), _read_toml(repo_path)))
+    layers.append(("environment", _env_layer()))
+    layers.append(("command line", overrides or {}))
+    merged: dict[str, Any] = {}
+    for _, layer in layers:
+        merged = _merge(merged, layer)
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        sources = ", ".join(src for src, layer in layers if layer)
+        if err.get("type") == "extra_forbidden":
+            msg = f"unknown config key {loc!r} (in {sources})"
+        else:
+            msg = f"config {loc}: {err.get('msg')} (in {sources})"
+        raise BadInput(msg, "docs/configuration.md lists every key", code="BAD_CONFIG") from None

@@ -1,0 +1,231 @@
+"""The task contract: what a parent hands a worker, validated with pydantic.
+
+A contract is YAML or JSON. Unknown fields are rejected by name. ``verify`` commands are run by bosun
+itself, never by the worker; a string is split like a POSIX shell would split it, but it is only run
+through a shell when ``shell: true`` is set on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from enum import Enum
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bosun.errors import BadInput
+
+
+class Mode(str, Enum):
+    code = "code"
+    explore = "explore"
+    review = "review"
+    test = "test"
+
+
+Level = Literal["low", "medium", "high"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class VerifyCommand(_Strict):
+    """One verification command. ``run`` is an argv list or a string split like a shell would."""
+
+    run: list[str] = Field(description="argv list, or a string split with shell rules (not run by a shell)")
+    timeout_s: float | None = Field(default=None, gt=0, description="per-command timeout in seconds")
+    shell: bool = Field(default=False, description="run the string through /bin/sh -c (explicit opt-in)")
+    name: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, str | list):
+            value = {"run": value}
+        if isinstance(value, dict) and isinstance(value.get("run"), str):
+            raw = value["run"]
+            if value.get("shell"):
+                value = {**value, "run": [raw]}
+            else:
+                try:
+                    value = {**value, "run": shlex.split(raw)}
+                except ValueError as exc:
+                    raise ValueError(f"cannot split verify command {raw!r}: {exc}") from exc
+        return value
+
+    @field_validator("run")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if not v or not all(isinstance(a, str) for a in v) or not v[0].strip():
+            raise ValueError("a verify command needs at least a program name")
+        return v
+
+    def argv(self) -> list[str]:
+        if self.shell:
+            return ["/bin/sh", "-c", " ".join(self.run)]
+        return list(self.run)
+
+
+class Limits(_Strict):
+    max_files: int = Field(default=50, ge=1, description="most files the change may touch")
+    max_deleted_lines: int = Field(
+        default=300, ge=0, description="ceiling on lines deleted from one file (also judged against its size)"
+    )
+    max_diff_bytes: int = Field(default=1_000_000, ge=1, description="largest diff bosun accepts")
+
+
+def _check_glob(pattern: str) -> str:
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise ValueError("empty path glob")
+    p = pattern.strip()
+    if p.startswith("/") or PurePosixPath(p).is_absolute():
+        raise ValueError(f"absolute path {p!r} not allowed; globs are relative to the repo root")
+    if ".." in PurePosixPath(p).parts:
+        raise ValueError(f"'..' not allowed in {p!r}; globs must stay inside the repo")
+    return p
+
+
+class TaskContract(_Strict):
+    """A bounded coding task for a worker agent."""
+
+    title: str = Field(min_length=1, max_length=200)
+    prompt: str = Field(description="what the worker must do")
+    mode: Mode = Mode.code
+    acceptance: list[str] = Field(default_factory=list, description="criteria a reviewer checks")
+    verify: list[VerifyCommand] = Field(default_factory=list, description="commands bosun runs itself")
+    scope: list[str] = Field(default_factory=list, description="globs the worker may change (empty: all)")
+    locked: list[str] = Field(default_factory=list, description="globs the worker may not change")
+    difficulty: Level | None = None
+    risk: Level | None = None
+    domain: str | None = None
+    profile: str | None = None
+    timeout_s: float | None = Field(default=None, gt=0, le=86_400)
+    base: str = Field(default="HEAD", description="git ref the worktree starts from")
+    limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("the prompt is empty; say what the worker must do")
+        return v
+
+    @field_validator("scope", "locked")
+    @classmethod
+    def _globs(cls, v: list[str]) -> list[str]:
+        return [_check_glob(p) for p in v]
+
+    @field_validator("verify", mode="before")
+    @classmethod
+    def _verify_list(cls, v: Any) -> Any:
+        if isinstance(v, str | dict):
+            return [v]
+        return v
+
+    @field_validator("base")
+    @classmethod
+    def _base(cls, v: str) -> str:
+        if not v.strip() or v.startswith("-"):
+            raise ValueError(f"invalid base ref {v!r}")
+        return v.strip()
+
+
+def format_validation_error(exc: ValidationError, source: str) -> BadInput:
+    first = exc.errors()[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
+    if first.get("type") == "extra_forbidden":
+        msg = f"{source}: unknown field {loc!r}"
+        hint = "`bosun schema` lists the fields a task accepts"
+    elif first.get("type") == "missing":
+        msg = f"{source}: missing required field {loc!r}"
+        hint = "`bosun template` prints a commented example"
+    else:
+        msg = f"{source}: {loc}: {first.get('msg', 'invalid value')}"
+        hint = "`bosun schema` describes every field"
+    more = len(exc.errors()) - 1
+    if more:
+        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return BadInput(msg, hint, code="INVALID_TASK")
+
+
+def parse_mapping(text: str, source: str) -> dict[str, Any]:
+    """Parse YAML or JSON text into a mapping, with a one-line error on failure."""
+    import yaml
+
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        elif isinstance(exc, json.JSONDecodeError):
+            where = f" at line {exc.lineno}, column {exc.colno}"
+        problem = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc).splitlines()[0]
+        raise BadInput(
+            f"{source}: malformed YAML/JSON{where}: {problem}",
+            "fix the syntax; `bosun template` prints a valid example",
+            code="INVALID_TASK",
+        ) from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{source}: expected a mapping of fields at the top level", "`bosun template` shows one")
+    return data
+
+
+def contract_from_mapping(data: dict[str, Any], source: str = "task") -> TaskContract:
+    try:
+        return TaskContract.model_validate(data)
+    except ValidationError as exc:
+        raise format_validation_error(exc, source) from None
+
+
+def load_contract(path: str | Path) -> TaskContract:
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"task file not found: {p}", "pass the path of a YAML or JSON task file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read task file {p}: {exc}", "pass a UTF-8 YAML or JSON file") from None
+    return contract_from_mapping(parse_mapping(text, str(p)), str(p))
+
+
+def json_schema() -> dict[str, Any]:
+    return TaskContract.model_json_schema()
+
+
+TEMPLATE = """\
+# A bosun task contract. Validate with `bosun delegate --dry-run` or see `bosun schema`.
+title: Fix the off-by-one in paginate()
+# What the worker must do. Be specific: name files, functions, the behaviour wanted.
+prompt: |
+  tests/test_pages.py::test_last_page fails: paginate() drops the last item.
+  Fix src/pages.py so every item appears on exactly one page. Do not change the tests.
+mode: code            # code | explore | review | test
+acceptance:           # criteria a reviewer (or self-review) checks
+  - test_last_page passes
+  - no other behaviour changes
+verify:               # bosun runs these itself in the worktree; the worker's claims are never used
+  - python -m pytest -q tests/test_pages.py
+  # - run: ["npm", "test"]
+  #   timeout_s: 300
+  # - run: "ruff check . && mypy src"
+  #   shell: true       # only with shell: true does a command go through /bin/sh
+scope:                # globs the worker may change (empty: everything)
+  - src/**
+locked:               # globs it may never change (added to the always-locked defaults)
+  - tests/**
+difficulty: low       # low | medium | high (derived when absent)
+risk: low             # low | medium | high
+domain: python
+# profile: cheap      # a profile from bosun.toml; --profile overrides
+timeout_s: 600
+base: HEAD            # the ref the worktree starts from
+limits:
+  max_files: 10
+  max_deleted_lines: 300
+  max_diff_bytes: 200000
+"""

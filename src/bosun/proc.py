@@ -1,0 +1,375 @@
+"""The only module that starts processes.
+
+Two entry points:
+
+* ``run_quick`` for short trusted commands (git plumbing): ``subprocess.run`` with argv lists only.
+* ``run_supervised`` for untrusted or long commands (workers, verification): its own session and
+  process group, an explicit environment, stdin fed from a thread, stdout/stderr drained by threads
+  into bounded head+tail buffers (the child never blocks on a full pipe), an optional per-line
+  callback, a wall timeout and an idle timeout that kill the whole group, and a short grace for
+  children that keep stdout open after the main process exits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Environment variables any child may inherit: the basics a CLI needs to find programs, speak the
+# user's locale and reach the network through the user's proxy. Everything else is dropped unless a
+# profile names it.
+BASE_ENV_ALLOWLIST = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+ENV_PREFIX_ALLOWLIST = ("LC_",)
+
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 192 * 1024
+MAX_LINE_BYTES = 8 * 1024 * 1024
+STDOUT_GRACE_S = 2.0
+KILL_GRACE_S = 1.0
+
+
+def allowlisted_env(
+    extra_keys: Iterable[str] = (),
+    overrides: Mapping[str, str] | None = None,
+    source: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Build a child environment from the allowlist plus ``extra_keys`` taken from ``source``."""
+    src = os.environ if source is None else source
+    keys = set(BASE_ENV_ALLOWLIST) | set(extra_keys)
+    env = {k: v for k, v in src.items() if k in keys or k.startswith(ENV_PREFIX_ALLOWLIST)}
+    if overrides:
+        env.update(overrides)
+    return env
+
+
+@dataclass
+class QuickResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_quick(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    timeout: float | None = 120,
+    text: bool = True,
+) -> QuickResult:
+    """Run a short trusted command and capture its output (no shell, ever)."""
+    proc = subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        text=text,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return QuickResult(list(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+class BoundedBuffer:
+    """Keeps the first ``head`` bytes and the last ``tail`` bytes of a stream."""
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self._head = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_len = 0
+        self.total = 0
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail.append(data)
+        self._tail_len += len(data)
+        while self._tail_len - len(self._tail[0]) >= self._tail_limit:
+            self._tail_len -= len(self._tail.popleft())
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self._head) + self._tail_len
+
+    def head_text(self) -> str:
+        return bytes(self._head).decode("utf-8", "replace")
+
+    def tail_text(self, limit: int | None = None) -> str:
+        data = b"".join(self._tail)
+        if not data and not self.truncated:
+            data = bytes(self._head)
+        limit = self._tail_limit if limit is None else limit
+        return data[-limit:].decode("utf-8", "replace")
+
+    def text(self) -> str:
+        """Head and tail joined with a marker when the middle was dropped."""
+        tail = b"".join(self._tail)
+        if self.truncated:
+            dropped = self.total - len(self._head) - len(tail)
+            return (
+                bytes(self._head).decode("utf-8", "replace")
+                + f"\n[... {dropped} bytes omitted ...]\n"
+                + tail.decode("utf-8", "replace")
+            )
+        return (bytes(self._head) + tail).decode("utf-8", "replace")
+
+
+@dataclass
+class SupervisedResult:
+    argv: list[str]
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    idle_timed_out: bool = False
+    cancelled: bool = False
+    killed_stragglers: bool = False
+    stdout: BoundedBuffer = field(default_factory=BoundedBuffer)
+    stderr: BoundedBuffer = field(default_factory=BoundedBuffer)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.idle_timed_out
+
+    def output_tail(self, limit: int = 4000) -> str:
+        out = self.stdout.tail_text(limit)
+        err = self.stderr.tail_text(limit)
+        joined = out + ("\n" if out and err else "") + err
+        return joined[-limit:]
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def terminate_group(pgid: int, grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after ``grace`` seconds."""
+    _kill_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.02)
+    _kill_group(pgid, signal.SIGKILL)
+
+
+class _Reader(threading.Thread):
+    """Drains one pipe so the child never blocks; optionally splits stdout into lines."""
+
+    def __init__(
+        self,
+        fd: int,
+        buf: BoundedBuffer,
+        on_line: Callable[[str], None] | None,
+        activity: list[float],
+    ) -> None:
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.buf = buf
+        self.on_line = on_line
+        self.activity = activity
+        self.partial = bytearray()
+
+    def run(self) -> None:
+        try:
+            while True:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self.activity[0] = time.monotonic()
+                self.buf.write(chunk)
+                if self.on_line is not None:
+                    self._feed(chunk)
+        finally:
+            if self.on_line is not None and self.partial:
+                self._emit(bytes(self.partial))
+                self.partial.clear()
+
+    def _feed(self, chunk: bytes) -> None:
+        self.partial += chunk
+        while True:
+            nl = self.partial.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(self.partial[:nl])
+            del self.partial[: nl + 1]
+            self._emit(line)
+        if len(self.partial) > MAX_LINE_BYTES:
+            # A runaway line: hand over what we have rather than growing without bound.
+            self._emit(bytes(self.partial))
+            self.partial.clear()
+
+    def _emit(self, line: bytes) -> None:
+        assert self.on_line is not None
+        try:
+            self.on_line(line.decode("utf-8", "replace").rstrip("\r"))
+        except Exception:  # noqa: BLE001 - a parser bug must not stop draining the pipe
+            import logging
+
+            logging.getLogger("bosun.proc").exception("line callback failed")
+
+
+def run_supervised(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    stdin_data: bytes | None = None,
+    timeout_s: float | None = None,
+    idle_timeout_s: float | None = None,
+    on_line: Callable[[str], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    stdout_grace_s: float = STDOUT_GRACE_S,
+) -> SupervisedResult:
+    """Run an untrusted command in its own process group with bounded capture and timeouts.
+
+    ``on_start`` receives the child's pid (== its process group id) so callers can record it.
+    ``should_stop`` is polled; when it returns True the group is terminated (cancellation).
+    Raises ``FileNotFoundError`` when the program does not exist.
+    """
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=str(cwd),
+        env=dict(env),
+        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+    )
+    pgid = proc.pid
+    if on_start is not None:
+        on_start(pgid)
+    result = SupervisedResult(list(argv), None, 0.0)
+    activity = [time.monotonic()]
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        _Reader(proc.stdout.fileno(), result.stdout, on_line, activity),
+        _Reader(proc.stderr.fileno(), result.stderr, None, activity),
+    ]
+    for r in readers:
+        r.start()
+    if stdin_data is not None:
+        threading.Thread(target=_feed_stdin, args=(proc, stdin_data), daemon=True).start()
+
+    deadline = started + timeout_s if timeout_s else None
+    while True:
+        try:
+            proc.wait(timeout=0.05)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            result.timed_out = True
+        elif idle_timeout_s and now - activity[0] >= idle_timeout_s:
+            result.idle_timed_out = True
+        elif should_stop is not None and should_stop():
+            result.cancelled = True
+        else:
+            continue
+        terminate_group(pgid)
+        proc.wait()
+        break
+
+    result.exit_code = proc.returncode
+    # The main process is gone. Children that inherited stdout may keep the pipe open forever:
+    # give them a short grace to finish writing, then kill the whole group.
+    grace_end = time.monotonic() + stdout_grace_s
+    for r in readers:
+        r.join(timeout=max(0.0, grace_end - time.monotonic()))
+    if any(r.is_alive() for r in readers) or _group_alive(pgid):
+        result.killed_stragglers = _group_alive(pgid)
+        terminate_group(pgid, grace=0.2)
+    for r in readers:
+        r.join(timeout=2.0)
+    for stream in (proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it is not running.
+
+    Together with the pid it identifies a process across pid reuse.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # Field 2 (comm) may contain spaces and parentheses: split after the last ')'.
+    rest = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def pid_alive(pid: int, start_time: int | None) -> bool:
+    current = process_start_time(pid)
+    if current is None:
+        return False
+    return start_time is None or current == start_time

@@ -1,0 +1,143 @@
+"""Shared machinery for adapters that drive an external CLI.
+
+An adapter supplies the argv, the env and a ``StreamParser``; ``run_cli`` runs the process through
+``bosun.proc``, feeds every stdout line to the parser, forwards the events, counts steps, and turns
+exit code, parser state and stderr into a ``WorkerResult`` with a classified failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bosun import proc
+from bosun.workers.base import (
+    ErrorClass,
+    Usage,
+    WorkerContext,
+    WorkerResult,
+    ev_error,
+)
+from bosun.workers.classify import classify_failure, classify_text, parse_retry_after
+
+
+@dataclass
+class ParseState:
+    """What a parser learned from the stream so far."""
+
+    session_id: str | None = None
+    final_text: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_class: ErrorClass | None = None
+    retry_after_s: float | None = None
+    finished_ok: bool | None = None  # a terminal success/failure event, when the CLI emits one
+
+
+class StreamParser(Protocol):
+    state: ParseState
+
+    def feed(self, line: str) -> list[dict[str, Any]]: ...
+
+
+def run_cli(
+    ctx: WorkerContext,
+    argv: Sequence[str],
+    env: dict[str, str],
+    parser: StreamParser,
+    stdin_data: bytes | None = None,
+) -> WorkerResult:
+    steps_exceeded = [False]
+
+    def on_line(line: str) -> None:
+        for ev in parser.feed(line):
+            ctx.emit(ev)
+        if ctx.max_steps and parser.state.steps > ctx.max_steps:
+            steps_exceeded[0] = True
+
+    def should_stop() -> bool:
+        if steps_exceeded[0]:
+            return True
+        return bool(ctx.should_stop and ctx.should_stop())
+
+    try:
+        res = proc.run_supervised(
+            argv,
+            cwd=ctx.worktree,
+            env=env,
+            stdin_data=stdin_data,
+            timeout_s=ctx.timeout_s,
+            idle_timeout_s=ctx.idle_timeout_s,
+            on_line=on_line,
+            on_start=ctx.on_start,
+            should_stop=should_stop,
+        )
+    except FileNotFoundError:
+        msg = f"worker program not found: {argv[0]}"
+        ctx.emit(ev_error(msg, ErrorClass.permanent))
+        return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+    return finish_result(ctx, parser.state, res, steps_exceeded[0])
+
+
+def finish_result(
+    ctx: WorkerContext, st: ParseState, res: proc.SupervisedResult, steps_exceeded: bool = False
+) -> WorkerResult:
+    stderr_tail = res.stderr.tail_text(4000)
+    result = WorkerResult(
+        status="ok",
+        exit_code=res.exit_code,
+        session_id=st.session_id,
+        final_text=st.final_text,
+        usage=st.usage,
+        steps=st.steps,
+        stderr_tail=stderr_tail,
+    )
+    if res.timed_out or res.idle_timed_out:
+        what = "idle timeout" if res.idle_timed_out else "timeout"
+        limit = ctx.idle_timeout_s if res.idle_timed_out else ctx.timeout_s
+        result.status = "timeout"
+        result.error_class = ErrorClass.timeout
+        result.error_message = f"worker hit the {what} ({limit:g}s) and was killed with its process group"
+        ctx.emit(ev_error(result.error_message, ErrorClass.timeout))
+        return result
+    if steps_exceeded:
+        result.status = "failed"
+        result.error_class = ErrorClass.permanent
+        result.error_message = f"worker exceeded the step cap ({ctx.max_steps}) and was stopped"
+        ctx.emit(ev_error(result.error_message, ErrorClass.permanent))
+        return result
+    if res.cancelled:
+        result.status = "cancelled"
+        result.error_message = "cancelled"
+        return result
+    failed = res.exit_code != 0 or st.finished_ok is False or bool(st.error_class)
+    if not failed:
+        return result
+    text = "\n".join(st.errors) + "\n" + stderr_tail
+    result.status = "failed"
+    result.error_class = st.error_class or classify_failure(text, res.exit_code)
+    result.retry_after_s = st.retry_after_s or parse_retry_after(text)
+    first = next((e for e in st.errors if e.strip()), "") or _last_line(stderr_tail)
+    result.error_message = (first or f"worker exited with code {res.exit_code}")[:1000]
+    if not st.errors:
+        ctx.emit(ev_error(result.error_message, result.error_class, retry_after_s=result.retry_after_s))
+    return result
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def note_error(st: ParseState, message: str, error_class: ErrorClass | None = None) -> dict[str, Any]:
+    """Record an error seen in the stream on the parser state and return its event."""
+    st.errors.append(message)
+    cls = error_class or classify_text(message)
+    if cls and (st.error_class is None or st.error_class == ErrorClass.permanent):
+        st.error_class = cls
+    ra = parse_retry_after(message)
+    if ra:
+        st.retry_after_s = ra
+    return ev_error(message, cls, retry_after_s=ra)

@@ -1,0 +1,88 @@
+"""The ``command`` adapter: any program as a worker.
+
+The program runs in the worktree with the prompt on stdin and ``BOSUN_TASK_FILE`` pointing at the
+task JSON. Stdout lines that are JSON objects whose ``type`` is a normalized event type are recorded
+as such; any other output becomes assistant messages.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Any
+
+from bosun.config import Profile
+from bosun.workers.base import (
+    EVENT_TYPES,
+    ErrorClass,
+    Usage,
+    WorkerContext,
+    WorkerInfo,
+    WorkerResult,
+    ev_message,
+    truncate,
+)
+from bosun.workers.cli_base import ParseState, note_error, run_cli
+
+
+class CommandParser:
+    def __init__(self) -> None:
+        self.state = ParseState()
+
+    def feed(self, line: str) -> list[dict[str, Any]]:
+        if not line.strip():
+            return []
+        obj: Any = None
+        if line.lstrip().startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+        if not isinstance(obj, dict) or obj.get("type") not in EVENT_TYPES:
+            self.state.final_text = line
+            return [ev_message(line)]
+        kind = obj["type"]
+        ev = {k: truncate(v) for k, v in obj.items()}
+        if kind == "usage":
+            self.state.usage.add(Usage.from_event(obj))
+            self.state.steps += 1
+        elif kind == "session" and obj.get("session_id"):
+            self.state.session_id = str(obj["session_id"])
+        elif kind == "message" and obj.get("role", "assistant") == "assistant":
+            self.state.final_text = str(obj.get("text", ""))
+        elif kind == "error":
+            cls = obj.get("error_class")
+            try:
+                err_cls = ErrorClass(cls) if cls else None
+            except ValueError:
+                err_cls = None
+            return [note_error(self.state, str(obj.get("message", "")), err_cls)]
+        return [ev]
+
+
+class CommandWorker:
+    name = "command"
+
+    def run(self, ctx: WorkerContext) -> WorkerResult:
+        argv = list(ctx.profile.command) + list(ctx.profile.extra_args)
+        env = dict(ctx.env)
+        env["BOSUN_TASK_FILE"] = str(ctx.task_file)
+        env["BOSUN_RUN_ID"] = ctx.run_id
+        env["BOSUN_MODE"] = ctx.task.mode.value
+        if ctx.resume_session:
+            env["BOSUN_RESUME_SESSION"] = ctx.resume_session
+        return run_cli(ctx, argv, env, CommandParser(), stdin_data=ctx.prompt.encode("utf-8"))
+
+    def describe(self, profile: Profile) -> WorkerInfo:
+        info = WorkerInfo(
+            enforces=["own HOME", "env allowlist", "git guard", "timeouts"],
+            cannot_enforce=["read-only modes (a command worker is trusted to honour BOSUN_MODE)"],
+        )
+        if not profile.command:
+            info.problems.append("profile has adapter = \"command\" but no `command = [...]`")
+            return info
+        found = shutil.which(profile.command[0])
+        info.binary = found
+        if not found:
+            info.problems.append(f"program not found: {profile.command[0]}")
+        return info

@@ -1,0 +1,34 @@
+# Two entry points on a fresh machine: `make demo` and `make test`. Both bootstrap .venv idempotently.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast lint bench clean-venv
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	@$(BIN)/bosun demo
+
+# The whole suite, end-to-end tests through the real worker CLIs included.
+test: $(STAMP)
+	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
+	 $(BIN)/ruff check src tests bench && \
+	 $(BIN)/pytest -n 2 -q $(PYTEST_ARGS)
+
+# Unit tests only (no worker CLIs needed).
+test-fast: $(STAMP)
+	@$(BIN)/pytest -n 2 -q -m "not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	@$(BIN)/ruff check src tests bench && $(BIN)/mypy src
+
+bench: $(STAMP)
+	@$(BIN)/python bench/overhead.py
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,76 @@
+"""One boundary: call the handler for a verb, turn a BosunError into a message and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, BosunError
+
+NULL_RESULT_KEYS = (
+    "id", "state", "profile", "base", "branch", "worktree", "diff_sha256", "files_changed",
+    "gates", "verification", "usage",
+)
+
+
+def emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, Any]:
+    if run is not None:
+        from bosun.results import run_result
+
+        return run_result(run, error=err.to_dict())
+    out: dict[str, Any] = dict.fromkeys(NULL_RESULT_KEYS)
+    out["gates"] = []
+    out["files_changed"] = 0
+    out["error"] = err.to_dict()
+    return out
+
+
+def print_error(err: BosunError) -> None:
+    sys.stderr.write(f"bosun: error: {err.message}\n")
+    if err.hint:
+        sys.stderr.write(f"  hint: {err.hint}\n")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    from bosun.cli import handlers
+
+    handler = getattr(handlers, "cmd_" + args.command.replace("-", "_"))
+    as_json = getattr(args, "json", False)
+    try:
+        code: int = handler(args)
+        return code
+    except BosunError as err:
+        if as_json:
+            run = _run_for_error(args)
+            emit_json(error_json(err, run))
+        else:
+            print_error(err)
+        return err.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("bosun: interrupted; `bosun recover RUN` finishes a run left in 'working'\n")
+        return 130
+
+
+def _run_for_error(args: argparse.Namespace) -> dict[str, Any] | None:
+    run_id = getattr(args, "run_id", None) or getattr(args, "_created_run", None)
+    if not run_id:
+        return None
+    try:
+        from bosun.paths import check_run_id
+        from bosun.store.db import open_store
+
+        check_run_id(run_id)
+        return open_store().get_run(run_id)
+    except BosunError:
+        return None
+
+
+def exit_for_state(state: str) -> int:
+    return EXIT_REJECTED if state == "rejected" else EXIT_OK if state != "failed" else EXIT_ERROR

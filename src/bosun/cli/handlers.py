@@ -1,0 +1,264 @@
+"""Handlers for each verb: parse arguments into core calls and render the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bosun.cli.dispatch import emit_json, exit_for_state
+from bosun.errors import EXIT_OK, BadInput
+
+
+def _ctx() -> Any:
+    from bosun.engine.lifecycle import Ctx
+    from bosun.store.db import open_store
+
+    return Ctx(open_store())
+
+
+def _checked_id(args: argparse.Namespace) -> str:
+    from bosun.paths import check_run_id
+
+    return check_run_id(args.run_id)
+
+
+def _finish(args: argparse.Namespace, run: dict[str, Any], ctx: Any = None) -> int:
+    from bosun.results import run_result
+
+    if args.json:
+        emit_json(run_result(run))
+    else:
+        from bosun.cli.render import print_run
+
+        print_run(run, ctx.store if ctx else None)
+    return exit_for_state(run["state"])
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    if args.json or getattr(args, "quiet", False):
+        return None
+    from bosun.cli.render import event_printer
+
+    return event_printer()
+
+
+def cmd_delegate(args: argparse.Namespace) -> int:
+    from bosun.contract import load_contract
+    from bosun.engine.lifecycle import delegate
+
+    task = load_contract(args.task)
+    ctx = _ctx()
+
+    def on_prepared(run_id: str) -> None:
+        args._created_run = run_id
+        if not args.json and not args.quiet:
+            sys.stderr.write(f"bosun: run {run_id} prepared\n")
+
+    run = delegate(
+        ctx, task, Path(args.repo), args.profile, auto_approve=args.auto_approve, wait=args.wait,
+        on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
+    )
+    return _finish(args, run, ctx)
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from bosun.contract import load_contract
+    from bosun.engine.lifecycle import prepare
+
+    task = load_contract(args.task)
+    ctx = _ctx()
+    run = prepare(ctx, task, Path(args.repo), args.profile, wait=args.wait, task_source=str(Path(args.task).resolve()))
+    return _finish(args, run, ctx)
+
+
+def cmd_work(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import work
+
+    ctx = _ctx()
+    run = work(ctx, _checked_id(args), resume=args.resume, profile_name=args.profile, on_event=_progress(args))
+    return _finish(args, run, ctx)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import verify
+
+    ctx = _ctx()
+    return _finish(args, verify(ctx, _checked_id(args)), ctx)
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import approve
+
+    if args.waive and not args.reason:
+        raise BadInput("--waive needs --reason TEXT", "say why the waived gate is acceptable; it is recorded")
+    review = None
+    if args.review:
+        try:
+            review = json.loads(Path(args.review).read_text("utf-8"))
+        except FileNotFoundError:
+            raise BadInput(f"review file not found: {args.review}", "pass the path of a review JSON file") from None
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{args.review}: invalid JSON at line {exc.lineno}: {exc.msg}", "fix the review file") from None
+    waivers = {code.upper(): args.reason for code in args.waive}
+    ctx = _ctx()
+    return _finish(args, approve(ctx, _checked_id(args), review, waivers), ctx)
+
+
+def cmd_integrate(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import integrate
+
+    ctx = _ctx()
+    return _finish(args, integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None), ctx)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import report
+
+    ctx = _ctx()
+    run = report(ctx, _checked_id(args))
+    if not args.json:
+        from bosun.paths import run_dir
+
+        sys.stdout.write((run_dir(run["id"]) / "report.md").read_text("utf-8"))
+        return EXIT_OK
+    return _finish(args, run, ctx)
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import cleanup
+
+    ctx = _ctx()
+    run = cleanup(ctx, _checked_id(args), force=args.force)
+    _finish(args, run, ctx)
+    return EXIT_OK
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import recover
+
+    ctx = _ctx()
+    return _finish(args, recover(ctx, _checked_id(args)), ctx)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import cancel
+
+    ctx = _ctx()
+    _finish(args, cancel(ctx, _checked_id(args)), ctx)
+    return EXIT_OK
+
+
+def cmd_discard(args: argparse.Namespace) -> int:
+    from bosun.engine.lifecycle import discard
+
+    ctx = _ctx()
+    _finish(args, discard(ctx, _checked_id(args)), ctx)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from bosun.store.db import open_store
+
+    store = open_store()
+    run = store.require_run(_checked_id(args))
+    if args.json:
+        from bosun.results import run_result
+
+        out = run_result(run)
+        if args.events:
+            from bosun.engine.record import read_events
+
+            out["events"] = read_events(run["id"])
+        emit_json(out)
+        return EXIT_OK
+    from bosun.cli.render import print_events, print_run
+
+    print_run(run, store)
+    if args.events:
+        print_events(run["id"])
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from bosun.paths import run_dir
+    from bosun.store.db import open_store
+
+    run = open_store().require_run(_checked_id(args))
+    path = run_dir(run["id"]) / "diff.patch"
+    if not path.exists():
+        raise BadInput(f"run {run['id']} has no verified diff yet", "run `bosun verify` first")
+    text = path.read_text("utf-8", "replace")
+    if args.json:
+        from bosun.report import _diff_stats
+
+        emit_json({"id": run["id"], "diff_sha256": run["diff_sha256"], "stats": _diff_stats(text), "diff": None if args.stat else text})
+        return EXIT_OK
+    if args.stat:
+        from bosun.cli.render import diffstat
+
+        sys.stdout.write(diffstat(text))
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from bosun.results import list_item
+    from bosun.store.db import open_store
+
+    if args.state:
+        from bosun.engine.states import STATES
+
+        if args.state not in STATES:
+            raise BadInput(f"unknown state {args.state!r}", "states: " + ", ".join(STATES))
+    runs = open_store().list_runs(state=args.state, limit=args.limit, search=args.search)
+    if args.json:
+        emit_json({"runs": [list_item(r) for r in runs], "count": len(runs)})
+        return EXIT_OK
+    from bosun.cli.render import print_list
+
+    print_list(runs)
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from bosun.contract import json_schema
+
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    return EXIT_OK
+
+
+def cmd_template(args: argparse.Namespace) -> int:
+    from bosun.contract import TEMPLATE
+
+    sys.stdout.write(TEMPLATE)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from bosun.doctor import run_doctor
+
+    return run_doctor(Path(args.repo), args.profile, args.probe, args.json)
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    from bosun.doctor import list_workers
+
+    return list_workers(Path(args.repo), args.json)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from bosun.demo import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.replay_command != "serve":
+        raise BadInput("usage: bosun replay serve --script S.yaml [--port P]", "see `bosun replay serve --help`")
+    from bosun.replay.server import serve_cli
+
+    return serve_cli(args.script, port=args.port, root=args.root, log_path=args.log)

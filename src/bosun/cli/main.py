@@ -1,0 +1,181 @@
+"""bosun's command line: parse, call the core, render. Nothing else lives here.
+
+Handlers are imported lazily so `bosun --help`, `bosun show --json` and `bosun list --json` start
+fast (no pydantic, no rich on those paths).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+DESCRIPTION = """\
+Hand bounded coding tasks to cheap worker agents and keep authority over what lands.
+
+A task contract goes in; bosun gives the worker an isolated git worktree, runs it locked down,
+re-runs the verification commands itself, hashes the diff and checks gates. Only a green,
+unchanged diff can be approved and merged. Nothing is ever pushed.
+"""
+
+EPILOG = """\
+typical flow:
+  bosun template > task.yaml                 write a task contract
+  bosun delegate task.yaml --profile cheap   prepare + work + verify + gates
+  bosun show RUN                             what happened, gate by gate
+  bosun approve RUN && bosun integrate RUN   land it on your branch (never pushed)
+  bosun delegate task.yaml --auto-approve    all of it when every gate is green
+
+exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
+            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate
+"""
+
+
+def _common(p: argparse.ArgumentParser, repo: bool = False) -> None:
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object (for agents and scripts)")
+    if repo:
+        p.add_argument("--repo", default=".", help="the git repository to work in (default: the current directory)")
+
+
+def _run_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", metavar="RUN", help="a run id (see `bosun list`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bosun", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+
+    p = add(
+        "delegate",
+        "prepare, work, verify and gate a task in one go",
+        "Prepare a worktree, run the worker, verify independently and check every gate.\n"
+        "Ends 'verified' (exit 0) or 'rejected' (exit 3). With --auto-approve a green run is\n"
+        "approved, integrated into your branch (re-verified, never pushed) and reported.",
+    )
+    p.add_argument("task", help="task contract file (YAML or JSON); `bosun template` prints one")
+    p.add_argument("--profile", help="worker profile to use (overrides routing)")
+    p.add_argument("--auto-approve", action="store_true", help="approve and integrate when every gate is green")
+    p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
+    p.add_argument("--quiet", action="store_true", help="no live progress")
+    _common(p, repo=True)
+
+    p = add("prepare", "create the run and its isolated worktree (no worker yet)")
+    p.add_argument("task", help="task contract file (YAML or JSON)")
+    p.add_argument("--profile", help="worker profile to use")
+    p.add_argument("--wait", action="store_true", help="wait for a free slot at the concurrency cap")
+    _common(p, repo=True)
+
+    p = add("work", "run the worker on a prepared run (or revise one with --resume)")
+    _run_id(p)
+    p.add_argument("--resume", metavar="TEXT", help="continue the worker's session with this follow-up")
+    p.add_argument("--profile", help="use this profile instead of the run's")
+    p.add_argument("--quiet", action="store_true", help="no live progress")
+    _common(p)
+
+    p = add("verify", "run the verify commands and every gate again")
+    _run_id(p)
+    _common(p)
+
+    p = add(
+        "approve",
+        "approve a green, unchanged diff",
+        "Approve a verified run. Refuses unless verification passed, every gate is green (or waived\n"
+        "by name), no P0..P2 finding in the review is open, and a fresh rescan gives the same diff hash.",
+    )
+    _run_id(p)
+    p.add_argument("--review", metavar="FILE", help='review JSON: {"verdict": ..., "findings": [{"severity": "P0".."P3", ...}]}')
+    p.add_argument("--waive", metavar="CODE", action="append", default=[], help="waive a red gate by its code")
+    p.add_argument("--reason", metavar="TEXT", help="why the waived gates are acceptable (required with --waive)")
+    _common(p)
+
+    p = add("integrate", "merge an approved run into its source branch (re-verified, never pushed)")
+    _run_id(p)
+    p.add_argument("--no-reverify", action="store_true", help="skip re-running verification on the merged result")
+    _common(p)
+
+    p = add("report", "write metrics.json and report.md for a run")
+    _run_id(p)
+    _common(p)
+
+    p = add("cleanup", "remove the worktree and branch of an integrated or discarded run")
+    _run_id(p)
+    p.add_argument("--force", action="store_true", help="also remove unmerged work (the diff is kept in the run dir)")
+    _common(p)
+
+    p = add("recover", "finish a run left behind by a crash (verify its diff, or reset it to prepared)")
+    _run_id(p)
+    _common(p)
+
+    p = add("cancel", "stop a run's worker and mark it cancelled")
+    _run_id(p)
+    _common(p)
+
+    p = add("discard", "cancel a run and remove its worktree and branch")
+    _run_id(p)
+    _common(p)
+
+    p = add("show", "what happened in a run, gate by gate")
+    _run_id(p)
+    p.add_argument("--events", action="store_true", help="also print the worker's normalized events")
+    _common(p)
+
+    p = add("diff", "print a run's diff (as verified)")
+    _run_id(p)
+    p.add_argument("--stat", action="store_true", help="only the files and line counts")
+    _common(p)
+
+    p = add("list", "list runs, newest first")
+    p.add_argument("--state", help="only runs in this state")
+    p.add_argument("--search", metavar="TEXT", help="full-text search in titles and prompts")
+    p.add_argument("--limit", type=int, default=50)
+    _common(p)
+
+    p = add("doctor", "check worker CLIs, profiles and config; say what is missing")
+    p.add_argument("--profile", help="check only this profile")
+    p.add_argument("--probe", action="store_true", help="also check that each endpoint answers")
+    _common(p, repo=True)
+
+    p = add("workers", "list profiles with tier, strengths, cooldown and recent success rate")
+    _common(p, repo=True)
+
+    p = add("schema", "print the task contract's JSON schema")
+    p = add("template", "print a commented example task contract")
+
+    p = add("demo", "run the whole loop on a sample repo with a scripted model (no network, no key)")
+    p.add_argument("--keep", action="store_true", help="keep the sample repo and bosun home afterwards")
+
+    p = add("replay", "the scripted model server (for testing pipelines offline)")
+    rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")
+    rp = rsub.add_parser("serve", help="serve a script on 127.0.0.1 (OpenAI, Responses, Anthropic, Gemini APIs)")
+    rp.add_argument("--script", required=True, help="YAML/JSON script of turns (see docs/replay.md)")
+    rp.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    rp.add_argument("--root", help="directory that script paths are relative to (default: cwd)")
+    rp.add_argument("--log", help="append every request as a JSON line to this file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.version:
+        from bosun import __version__
+
+        print(f"bosun {__version__}")
+        return 0
+    if not args.command:
+        build_parser().print_help()
+        return 2
+    from bosun.cli.dispatch import dispatch
+
+    return dispatch(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

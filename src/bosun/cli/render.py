@@ -1,0 +1,132 @@
+"""Human-readable output. ``--json`` output never comes through here."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+_MARK = {True: "ok  ", False: "FAIL", None: "-   "}
+
+
+def print_run(run: dict[str, Any], store: Any = None) -> None:
+    from bosun.results import run_result
+
+    r = run_result(run)
+    out = sys.stdout.write
+    out(f"run {r['id']}  [{r['state']}]  {r['title']}\n")
+    out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
+    out(f"  source    {r['source_branch']} @ {r['base'][:12]}\n")
+    out(f"  worktree  {r['worktree']}  (branch {r['branch']})\n")
+    if r.get("diff_sha256"):
+        out(f"  diff      {r['files_changed']} file(s), sha256 {r['diff_sha256'][:16]}…\n")
+    if r.get("merged_commit"):
+        out(f"  merged    {r['merged_commit'][:12]}\n")
+    v = r.get("verification")
+    if v is not None:
+        out(f"verification (run by bosun): {'passed' if v['passed'] else 'nothing checked' if v['passed'] is None else 'FAILED'}\n")
+        for c in v["commands"]:
+            ok = c["exit_code"] == 0
+            out(f"  {_MARK[ok]} {' '.join(c['argv'])}  (exit {c['exit_code']}, {c['duration_s']}s)\n")
+            if not ok and c.get("output_tail"):
+                for line in c["output_tail"].strip().splitlines()[-8:]:
+                    out(f"         {line}\n")
+    if r["gates"]:
+        out("gates:\n")
+        for g in r["gates"]:
+            out(f"  {_MARK[g['ok']]} {g['code']:<20} {g['detail']}\n")
+    u = r.get("usage")
+    if u:
+        cost = r.get("cost_usd")
+        cost_s = f", ${cost:.4f}" if isinstance(cost, int | float) else ""
+        out(f"tokens: {u.get('input_tokens', 0)} in ({u.get('cached_input_tokens', 0)} cached), "
+            f"{u.get('output_tokens', 0)} out{cost_s}\n")
+    s = r.get("savings")
+    if s:
+        out(f"parent: ~{s['parent_direct_tokens']} tokens to do it itself, {s['parent_actual_tokens']} to read "
+            f"this result ({s['compression']}x); est. saving ${s['saving_usd']:.4f}\n")
+    if r.get("error"):
+        e = r["error"]
+        out(f"error: {e.get('code')}: {e.get('message')}\n")
+        if e.get("hint"):
+            out(f"  hint: {e['hint']}\n")
+    if r.get("final_message"):
+        msg = r["final_message"].strip().splitlines()
+        out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
+    out(_next_step(r))
+
+
+def _next_step(r: dict[str, Any]) -> str:
+    nxt = {
+        "verified": f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
+        "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
+        "approved": f"next: bosun integrate {r['id']}\n",
+        "integrated": f"next: bosun cleanup {r['id']}\n",
+        "prepared": f"next: bosun work {r['id']}\n",
+        "worked": f"next: bosun verify {r['id']}\n",
+        "interrupted": f"next: bosun recover {r['id']}\n",
+    }
+    return nxt.get(r["state"], "")
+
+
+def print_list(runs: list[dict[str, Any]]) -> None:
+    if not runs:
+        sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
+        return
+    for r in runs:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
+        sys.stdout.write(f"{r['id']}  {r['state']:<11} {when}  {r['profile'] or '-':<12} {r['title'][:60]}\n")
+
+
+def print_events(run_id: str) -> None:
+    from bosun.engine.record import read_events
+
+    for ev in read_events(run_id):
+        sys.stdout.write(describe_event(ev) + "\n")
+
+
+def describe_event(ev: dict[str, Any]) -> str:
+    t = ev.get("type")
+    if t == "message":
+        return f"[{ev.get('role', 'assistant')}] {str(ev.get('text', ''))[:300]}"
+    if t == "tool_call":
+        return f"-> {ev.get('tool')} {str(ev.get('input', ''))[:200]}"
+    if t == "tool_result":
+        status = "denied" if ev.get("denied") else "ok" if ev.get("ok") else "failed"
+        return f"<- {ev.get('tool') or ''} {status} {str(ev.get('output', ''))[:160]}"
+    if t == "usage":
+        return f"   usage +{ev.get('input_tokens', 0)} in / +{ev.get('output_tokens', 0)} out"
+    if t == "error":
+        return f"!! {ev.get('error_class') or 'error'}: {ev.get('message')}"
+    if t == "session":
+        return f"   session {ev.get('session_id')}"
+    return str(ev)
+
+
+def event_printer() -> Callable[[dict[str, Any]], None]:
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    styles = {"message": "cyan", "tool_call": "yellow", "tool_result": "green", "error": "bold red", "usage": "dim"}
+
+    def on_event(ev: dict[str, Any]) -> None:
+        console.print(describe_event(ev), style=styles.get(str(ev.get("type")), ""), markup=False)
+
+    return on_event
+
+
+def diffstat(diff_text: str) -> str:
+    stats: dict[str, list[int]] = {}
+    current = None
+    for line in diff_text.splitlines():
+        if line.startswith("diff --git "):
+            current = line.split(" b/", 1)[-1]
+            stats[current] = [0, 0]
+        elif current and line.startswith("+") and not line.startswith("+++"):
+            stats[current][0] += 1
+        elif current and line.startswith("-") and not line.startswith("---"):
+            stats[current][1] += 1
+    lines = [f" {p} | +{a} -{d}" for p, (a, d) in stats.items()]
+    lines.append(f" {len(stats)} file(s) changed")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,133 @@
+"""`bosun doctor` and `bosun workers`: is the set-up usable, and what can each worker enforce?"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bosun.errors import EXIT_ERROR, EXIT_OK, BosunError
+
+
+def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
+    from bosun.workers.registry import get_worker
+
+    prof = settings.profile(name)
+    entry: dict[str, Any] = {"profile": name, "adapter": prof.adapter, "model": prof.model, "tier": prof.tier}
+    try:
+        info = get_worker(prof.adapter).describe(prof)
+    except BosunError as exc:
+        entry.update(usable=False, problems=[exc.message])
+        return entry
+    problems = list(info.problems)
+    if prof.api_key_env and not os.environ.get(prof.api_key_env):
+        problems.append(f"{prof.api_key_env} is not set (the profile's api_key_env)")
+    for fb in prof.fallbacks:
+        if fb not in settings.profiles:
+            problems.append(f"fallback {fb!r} is not a defined profile")
+    if probe and prof.base_url:
+        problems.extend(_probe(prof.base_url))
+    entry.update(
+        usable=not problems,
+        problems=problems,
+        binary=info.binary,
+        version=info.version,
+        min_version=info.min_version,
+        enforces=info.enforces,
+        cannot_enforce=info.cannot_enforce,
+    )
+    return entry
+
+
+def _probe(base_url: str) -> list[str]:
+    import httpx
+
+    try:
+        res = httpx.get(base_url.rstrip("/") + "/models", timeout=5.0)
+    except httpx.HTTPError as exc:
+        return [f"endpoint {base_url} unreachable: {exc}"]
+    if res.status_code >= 500:
+        return [f"endpoint {base_url} answered HTTP {res.status_code}"]
+    return []
+
+
+def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
+    from bosun.config import load_settings
+    from bosun.workers.registry import ADAPTERS
+
+    report: dict[str, Any] = {"git": shutil.which("git"), "config_error": None, "profiles": [], "adapters": []}
+    try:
+        settings = load_settings(repo)
+    except BosunError as exc:
+        report["config_error"] = {"message": exc.message, "hint": exc.hint}
+        return report
+    names = [only] if only else sorted(settings.profiles)
+    for name in names:
+        report["profiles"].append(_check_profile(settings, name, probe))
+    report["adapters"] = sorted(ADAPTERS)
+    return report
+
+
+def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
+    report = gather(repo, only, probe)
+    ok = report["git"] and not report["config_error"] and all(p["usable"] for p in report["profiles"])
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({**report, "ok": bool(ok)}) + "\n")
+        return EXIT_OK if ok else EXIT_ERROR
+    out = sys.stdout.write
+    out(f"git: {report['git'] or 'NOT FOUND (bosun needs git)'}\n")
+    if report["config_error"]:
+        out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
+    if not report["profiles"] and not report["config_error"]:
+        out("profiles: none configured; add [profiles.NAME] to bosun.toml (see README)\n")
+    for p in report["profiles"]:
+        out(f"profile {p['profile']} ({p['adapter']}{', ' + p['model'] if p.get('model') else ''}): "
+            f"{'usable' if p['usable'] else 'NOT usable'}\n")
+        for prob in p.get("problems", []):
+            out(f"  problem: {prob}\n")
+        if p.get("binary"):
+            ver = f" {p['version']}" if p.get("version") else ""
+            out(f"  cli: {p['binary']}{ver}" + (f" (min {p['min_version']})" if p.get("min_version") else "") + "\n")
+        for rule in p.get("cannot_enforce", []):
+            out(f"  cannot enforce: {rule}\n")
+    return EXIT_OK if ok else EXIT_ERROR
+
+
+def list_workers(repo: Path, as_json: bool) -> int:
+    from bosun.config import load_settings
+    from bosun.store.db import open_store
+
+    settings = load_settings(repo)
+    store = open_store()
+    cooling = store.cooldowns()
+    rows = []
+    for name, prof in sorted(settings.profiles.items()):
+        stats = store.profile_stats(name)
+        cd = cooling.get(name)
+        rows.append({
+            "profile": name, "adapter": prof.adapter, "model": prof.model, "tier": prof.tier,
+            "strengths": prof.strengths, "fallbacks": prof.fallbacks,
+            "cooldown_until": cd["until"] if cd else None, "cooldown_reason": cd["reason"] if cd else None,
+            "recent_attempts": stats["attempts"], "success_rate": stats["success_rate"],
+            "default": name == settings.default_profile,
+        })
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps({"workers": rows}) + "\n")
+        return EXIT_OK
+    for r in rows:
+        cd = ""
+        if r["cooldown_until"]:
+            cd = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
+        rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
+        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} ok {rate}{cd}"
+        sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
+    if not rows:
+        sys.stdout.write("no profiles configured\n")
+    return EXIT_OK

@@ -1,0 +1,221 @@
+"""Worker attempts: the sandboxed context for one attempt, and the fallback chain across profiles.
+
+An attempt that fails as rate_limited, quota, model_unavailable or transient before the worker changed
+any file moves on to the next profile in the chain; a rate-limited profile is put in cooldown. Auth
+failures never fall back: they are set-up problems, and the run is ``blocked`` with a hint naming
+the missing key or login.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bosun import paths, proc
+from bosun.config import Profile, Settings
+from bosun.contract import Mode, TaskContract
+from bosun.engine import record
+from bosun.engine.prompt import render_prompt
+from bosun.workers.base import (
+    FALLBACK_CLASSES,
+    ErrorClass,
+    Usage,
+    WorkerContext,
+    WorkerResult,
+    ev_error,
+    ev_message,
+)
+
+DEFAULT_COOLDOWN_S = 15 * 60
+
+
+@dataclass
+class Outcome:
+    result: WorkerResult
+    profile: str
+    usage: Usage = field(default_factory=Usage)
+    blocked: bool = False
+    hint: str = ""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> list[Profile]:
+    chain, seen = [first], {first.name}
+    queue = list(first.fallbacks)
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        prof = settings.profile(name)
+        if prof.name in cooling:
+            continue
+        chain.append(prof)
+        queue.extend(prof.fallbacks)
+    return chain
+
+
+def worker_env(profile: Profile, home: Path, tmp: Path, guard_env: dict[str, str]) -> dict[str, str]:
+    env = proc.allowlisted_env(
+        extra_keys=profile.key_env_names(),
+        overrides={"HOME": str(home), "TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp),
+                   "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1", "CI": "true"},
+    )
+    guard = dict(guard_env)
+    bin_dir = guard.pop("BOSUN_GUARD_BIN", None)
+    if bin_dir:
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", os.defpath)
+    env.update(guard)
+    return env
+
+
+def _worktree_changed(run: dict[str, Any]) -> bool:
+    from bosun.engine.lifecycle import compute_change
+
+    diff, _ = compute_change(run)
+    return bool(diff)
+
+
+def _missing_key(profile: Profile) -> str | None:
+    if profile.api_key_env and not os.environ.get(profile.api_key_env):
+        return profile.api_key_env
+    return None
+
+
+def run_attempts(
+    ctx: Any,
+    settings: Settings,
+    run: dict[str, Any],
+    task: TaskContract,
+    resume: str | None = None,
+    profile_name: str | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> Outcome:
+    from bosun.isolation.guard import install_guard
+    from bosun.workers.registry import get_worker
+
+    store = ctx.store
+    run_id = run["id"]
+    rdir = paths.run_dir(run_id)
+    log = record.EventLog(rdir / record.EVENTS)
+
+    def emit(ev: dict[str, Any]) -> None:
+        full = log.append(ev)
+        if on_event is not None:
+            on_event(full)
+
+    first = settings.profile(profile_name or run["profile"])
+    cooling = set(store.cooldowns())
+    # A resumed session belongs to the profile that created it: no fallbacks across sessions.
+    chain = [first] if resume else fallback_chain(settings, first, cooling - {first.name})
+    guard_env = install_guard(rdir / "guard")
+    total = Usage()
+    outcome: Outcome | None = None
+    task_file = rdir / record.TASK
+    for index, profile in enumerate(chain):
+        home, tmp = rdir / "home" / profile.name, rdir / "tmp"
+        home.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(parents=True, exist_ok=True)
+        emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
+        attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
+        missing = _missing_key(profile)
+        if missing:
+            result = WorkerResult(
+                status="failed", error_class=ErrorClass.auth, error_message=f"{missing} is not set"
+            )
+            emit(ev_error(result.error_message or "", ErrorClass.auth))
+        else:
+            worker = get_worker(profile.adapter)
+            wctx = WorkerContext(
+                run_id=run_id,
+                worktree=Path(run["worktree"]),
+                run_dir=rdir,
+                home=home,
+                tmp=tmp,
+                task=task,
+                task_file=task_file,
+                profile=profile,
+                prompt=resume if resume else render_prompt(task),
+                env=worker_env(profile, home, tmp, guard_env),
+                emit=emit,
+                timeout_s=task.timeout_s or profile.timeout_s,
+                idle_timeout_s=profile.idle_timeout_s,
+                max_steps=profile.max_steps,
+                resume_session=run.get("session_id") if resume else None,
+                read_only=task.mode != Mode.code,
+                should_stop=_cancel_poller(store, run_id),
+                on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
+            )
+            result = worker.run(wctx)
+        total.add(result.usage)
+        store.finish_attempt(
+            attempt_id,
+            result.status,
+            result.error_class.value if result.error_class else None,
+            result.error_message,
+            {"usage": result.usage.to_dict(), "session_id": result.session_id, "unenforced": result.unenforced},
+        )
+        store.merge_data(run_id, worker_pid=None)
+        outcome = Outcome(result=result, profile=profile.name, usage=total)
+        if result.error_class == ErrorClass.auth:
+            outcome.blocked = True
+            outcome.hint = _auth_hint(profile, missing)
+            break
+        if result.error_class in (ErrorClass.rate_limited, ErrorClass.quota):
+            wait = result.retry_after_s or DEFAULT_COOLDOWN_S
+            store.set_cooldown(profile.name, time.time() + wait, f"{result.error_class.value}: {result.error_message}")
+        if result.ok or result.error_class not in FALLBACK_CLASSES:
+            break
+        if _worktree_changed(run):
+            outcome.hint = "the worker changed files before failing, so bosun did not fall back to another profile"
+            break
+        if index + 1 < len(chain):
+            emit(ev_message(f"{profile.name} failed ({result.error_class.value}); falling back", role="system"))
+    assert outcome is not None
+    if not outcome.hint and not outcome.result.ok:
+        outcome.hint = _failure_hint(outcome.result, len(chain))
+    _clear_tmp(rdir / "tmp")
+    return outcome
+
+
+def _cancel_poller(store: Any, run_id: str) -> Callable[[], bool]:
+    last = [0.0]
+
+    def should_stop() -> bool:
+        now = time.monotonic()
+        if now - last[0] < 1.0:
+            return False
+        last[0] = now
+        run = store.get_run(run_id)
+        return bool(run and run["data"].get("cancel_requested"))
+
+    return should_stop
+
+
+def _auth_hint(profile: Profile, missing: str | None) -> str:
+    if missing:
+        return f"export {missing}=... (the key for profile {profile.name}), then `bosun work` the run again"
+    if profile.api_key_env:
+        return f"the provider refused the key in {profile.api_key_env}; check it, then `bosun work` the run again"
+    return f"log in to the {profile.adapter} CLI or configure its key (`bosun doctor --profile {profile.name}`)"
+
+
+def _failure_hint(result: WorkerResult, chain_len: int) -> str:
+    cls = result.error_class
+    if cls == ErrorClass.timeout:
+        return "raise timeout_s in the task or the profile, or make the task smaller"
+    if cls in FALLBACK_CLASSES:
+        extra = "" if chain_len > 1 else "; add fallbacks = [...] to the profile to try another worker"
+        return f"the provider failed ({cls.value}){extra}"
+    if cls == ErrorClass.model_unavailable:
+        return "check the model name in the profile"
+    return "see `bosun show` and events.jsonl for the worker's output"
+
+
+def _clear_tmp(tmp: Path) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)

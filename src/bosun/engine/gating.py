@@ -1,0 +1,147 @@
+"""Builds the gate context for a run from git and the run record, then runs every gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bosun.changes import FileChange, GateResult
+from bosun.config import Settings
+from bosun.contract import TaskContract
+
+
+def _show(worktree: Path, commit: str, path: str) -> bytes | None:
+    from bosun.isolation.git import git
+
+    res = git(["show", f"{commit}:{path}"], worktree, check=False, text=False)
+    return res.stdout if res.returncode == 0 else None  # type: ignore[return-value]
+
+
+def _as_text(data: bytes | None) -> str | None:
+    if data is None or b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str], str]:
+    """Paths the user changed during the run (committed on the source branch, or uncommitted)
+    that the worker changed too."""
+    from bosun.isolation import git as g
+    from bosun.isolation.snapshot import user_state
+
+    repo = Path(run["repo"])
+    base = run["base"]
+    try:
+        head = g.resolve_commit(repo, f"refs/heads/{run['source_branch']}")
+    except Exception:  # noqa: BLE001 - a deleted source branch is reported, not fatal here
+        return [], f"source branch {run['source_branch']} no longer exists"
+    moved: set[str] = set()
+    detail = "source branch unchanged"
+    if head != base:
+        out = g.git(["diff", "--name-only", "-z", base, head], repo).stdout
+        moved = {p for p in out.split("\0") if p}
+        detail = f"source branch moved {base[:10]} -> {head[:10]} ({len(moved)} files), no overlap"
+    before = run["data"].get("uncommitted_at_start") or {}
+    now = user_state(repo).get("uncommitted", {})
+    touched = {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
+    if touched:
+        detail += f"; {len(touched)} uncommitted file(s) changed during the run, no overlap"
+    conflicts = sorted((moved | touched) & changed)
+    return conflicts, detail
+
+
+def evaluate(
+    run: dict[str, Any],
+    task: TaskContract,
+    settings: Settings,
+    diff: bytes,
+    changes: list[FileChange],
+    verification: dict[str, Any],
+) -> list[GateResult]:
+    from bosun.gates import GateContext, run_gates
+
+    worktree = Path(run["worktree"])
+    start = run["start_commit"]
+    cache: dict[str, bytes | None] = {}
+
+    def base_bytes(path: str) -> bytes | None:
+        if path not in cache:
+            cache[path] = _show(worktree, start, path)
+        return cache[path]
+
+    def base_line_count(path: str) -> int | None:
+        data = base_bytes(path)
+        return None if data is None else data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+    def base_text(path: str) -> str | None:
+        return _as_text(base_bytes(path))
+
+    def new_text(path: str) -> str | None:
+        p = worktree / path
+        try:
+            if p.is_symlink() or not p.is_file():
+                return None
+            return _as_text(p.read_bytes())
+        except OSError:
+            return None
+
+    changed = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}
+    conflicts, detail = source_conflicts(run, changed)
+    ctx = GateContext(
+        task=task,
+        changes=changes,
+        diff=diff,
+        locked=list(task.locked) + settings.locked_globs(),
+        base_line_count=base_line_count,
+        base_text=base_text,
+        new_text=new_text,
+        verification_passed=verification.get("passed"),
+        verification_summary=_summary(verification),
+        worktree=worktree,
+        source_conflicts=conflicts,
+        source_detail=detail,
+    )
+    results = run_gates(ctx)
+    escaped = escaped_writes(run)
+    if escaped:
+        for i, g in enumerate(results):
+            if g.code == "SYMLINK_CHANGE":
+                detail = "the worker wrote outside its worktree: " + ", ".join(escaped[:5])
+                results[i] = GateResult(g.code, False, detail if g.ok else g.detail + "; " + detail)
+    return results
+
+
+def escaped_writes(run: dict[str, Any]) -> list[str]:
+    """Files a worker wrote next to its worktree (``../name``), found by a scan of the worktrees dir.
+
+    Other runs' worktrees are named by run id and ignored; anything else that appeared there after
+    this run started came from a worker writing outside its tree.
+    """
+    from bosun.paths import RUN_ID_RE
+
+    parent = Path(run["worktree"]).parent
+    out = []
+    try:
+        entries = list(parent.iterdir())
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if RUN_ID_RE.match(entry.name):
+            continue
+        try:
+            if entry.lstat().st_mtime >= run["created_at"] - 1:
+                out.append(str(entry))
+        except FileNotFoundError:
+            continue
+    return sorted(out)
+
+
+def _summary(verification: dict[str, Any]) -> str:
+    cmds = verification.get("commands", [])
+    failed = [c for c in cmds if c.get("exit_code") != 0 or c.get("timed_out")]
+    if not cmds:
+        return "no verify commands"
+    if not failed:
+        return f"{len(cmds)} command(s) passed"
+    first = failed[0]
+    return f"{len(failed)} of {len(cmds)} failed; first: {' '.join(first['argv'])} (exit {first.get('exit_code')})"

@@ -1,0 +1,191 @@
+"""Integration: land an approved run's change on the user's branch, safely.
+
+1. The landing commit is ``base + the worker's diff``, built with a throwaway index, so user work
+   that a dirty-tree snapshot carried into the worktree is never committed.
+2. If the source branch moved, the landing commit is merged with ``git merge-tree --write-tree``
+   (no work tree involved); a conflict refuses with the conflicting paths.
+3. If the user's uncommitted files overlap what would change, refuse: nothing is touched.
+4. Verification re-runs on the merged result (plus the user's uncommitted work) in the run's
+   worktree, before the user's branch moves.
+5. The user's branch is fast-forwarded the way ``git merge --ff-only`` would (local changes in
+   other files survive, staged stays staged). Nothing is ever pushed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.contract import TaskContract
+from bosun.engine import record
+from bosun.engine import states as S
+from bosun.errors import Conflict, Rejected
+from bosun.fileio import read_json
+
+BOSUN_IDENT = ("bosun", "bosun@localhost")
+
+
+def _identity(repo: Path) -> tuple[str, str]:
+    from bosun.isolation.git import git
+
+    name = git(["config", "user.name"], repo, check=False).stdout.strip()
+    email = git(["config", "user.email"], repo, check=False).stdout.strip()
+    return (name, email) if name and email else BOSUN_IDENT
+
+
+def commit_message(run: dict[str, Any], task: TaskContract, verification: dict[str, Any]) -> str:
+    cmds = verification.get("commands", [])
+    if verification.get("passed"):
+        verdict = f"passed ({len(cmds)} command{'s' if len(cmds) != 1 else ''})"
+    else:
+        verdict = "none (waived)"
+    profile = run.get("profile") or "unknown"
+    return (
+        f"{task.title}\n\n"
+        f"Delegated to a worker by bosun and independently verified.\n\n"
+        f"Bosun-Run: {run['id']}\n"
+        f"Bosun-Worker: {profile}\n"
+        f"Bosun-Verification: {verdict}; diff sha256 {run['diff_sha256']}\n"
+    )
+
+
+def _merge(repo: Path, head: str, landing: str, run_id: str, ident: tuple[str, str]) -> str:
+    from bosun.isolation.git import git
+
+    res = git(["merge-tree", "--write-tree", "--name-only", head, landing], repo, check=False)
+    lines = res.stdout.splitlines()
+    if res.returncode == 1:
+        files = sorted({ln for ln in lines[1:] if ln and not ln.startswith(("Auto-merging", "CONFLICT"))})
+        raise Conflict(
+            "the worker's change conflicts with commits made on the source branch during the run: "
+            + ", ".join(files[:5]),
+            "re-run the task on the current branch (`bosun delegate` again), or merge branch "
+            f"bosun/{run_id} by hand",
+            code="MERGE_CONFLICT",
+        )
+    if res.returncode != 0 or not lines:
+        raise Conflict(f"git merge-tree failed: {res.stderr.strip()}", "check the repository state")
+    tree = lines[0].strip()
+    env = _ident_env(ident)
+    out = git(
+        ["commit-tree", tree, "-p", head, "-p", landing, "-m", f"Merge bosun run {run_id}"], repo, env=env
+    )
+    return out.stdout.strip()
+
+
+def _ident_env(ident: tuple[str, str]) -> dict[str, str]:
+    name, email = ident
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+
+
+def _changed_between(repo: Path, a: str, b: str) -> set[str]:
+    from bosun.isolation.git import git
+
+    out = git(["diff", "--name-only", "-z", "--no-renames", a, b], repo).stdout
+    return {p for p in out.split("\0") if p}
+
+
+def _checkout_for_reverify(run: dict[str, Any], merged: str, scratch: Path) -> str:
+    """Put the merged result, plus the user's uncommitted work if the run carried it, in the worktree."""
+    from bosun.isolation.git import git
+    from bosun.isolation.worktree import apply_patch_to_commit
+
+    repo = Path(run["repo"])
+    target = merged
+    if run["data"].get("snapshot"):
+        snap_patch = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
+        if snap_patch:
+            try:
+                target = apply_patch_to_commit(
+                    repo, merged, snap_patch, "bosun: merged result with uncommitted work", scratch
+                )
+            except Conflict:
+                target = merged
+    git(["checkout", "--quiet", "--force", "--detach", target], Path(run["worktree"]))
+    return target
+
+
+def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
+    from bosun.engine.lifecycle import compute_change
+    from bosun.isolation import git as g
+    from bosun.isolation.snapshot import uncommitted_paths
+    from bosun.isolation.worktree import apply_patch_to_commit, fast_forward_user_branch
+    from bosun.verification import run_verification
+
+    run_id = run["id"]
+    repo = Path(run["repo"])
+    rdir = paths.run_dir(run_id)
+    scratch = rdir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    diff, _ = compute_change(run)
+    if hashlib.sha256(diff).hexdigest() != run["data"].get("approved_diff_sha256"):
+        ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "diff changed after approval")
+        raise Rejected(
+            f"the diff of {run_id} changed after it was approved", "run `bosun verify` and approve again",
+            code="DIFF_CHANGED",
+        )
+    verification = read_json(rdir / record.VERIFICATION, {}) or {}
+    ident = _identity(repo)
+    try:
+        landing = apply_patch_to_commit(
+            repo, run["base"], diff, commit_message(run, task, verification), scratch, author=ident
+        )
+    except Conflict as exc:
+        raise Conflict(
+            "the worker's change builds on your uncommitted work, so it cannot land on its own: " + exc.message,
+            "commit your work first and re-run the task, or apply diff.patch by hand "
+            f"({rdir / record.DIFF})",
+            code="OVERLAPS_UNCOMMITTED",
+        ) from None
+
+    branch = run["source_branch"]
+    head = g.resolve_commit(repo, f"refs/heads/{branch}")
+    merged = landing if head == run["base"] else _merge(repo, head, landing, run_id, ident)
+
+    touched = _changed_between(repo, head, merged)
+    on_branch = _checked_out_branch(repo) == branch
+    if on_branch:
+        overlap = sorted(uncommitted_paths(repo) & touched)
+        if overlap:
+            raise Conflict(
+                "your uncommitted changes overlap the files this change touches: " + ", ".join(overlap[:5]),
+                "commit or stash those files yourself, then run `bosun integrate` again",
+                code="OVERLAPS_UNCOMMITTED",
+            )
+
+    if reverify and task.verify:
+        target = _checkout_for_reverify(run, merged, scratch)
+        result = run_verification(task, Path(run["worktree"]), rdir / "verify-home")
+        result["commit"] = target
+        record.write_doc(run_id, "reverification.json", result)
+        if not result["passed"]:
+            ctx.store.merge_data(
+                run_id,
+                error={"code": "REVERIFY_FAILED", "message": "verification failed on the merged result",
+                       "hint": "the source branch changed underneath the run; re-run the task"},
+            )
+            ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "re-verification on the merged result failed")
+            raise Rejected(
+                f"verification failed on the merged result of {run_id}; your branch was not changed",
+                "see reverification.json in the run directory; re-run the task on the current branch",
+                code="REVERIFY_FAILED",
+            )
+
+    if on_branch:
+        fast_forward_user_branch(repo, branch, head, merged)
+    else:
+        g.git(["update-ref", f"refs/heads/{branch}", merged, head], repo)
+    g.git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
+    ctx.store.update_run(run_id, merged_commit=merged)
+    ctx.store.merge_data(run_id, landing_commit=landing, reverified=bool(reverify and task.verify))
+    ctx.store.transition(run_id, S.APPROVED, S.INTEGRATED, f"merged into {branch} at {merged[:12]}")
+
+
+def _checked_out_branch(repo: Path) -> str | None:
+    from bosun.isolation.git import git
+
+    res = git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
+    return res.stdout.strip() if res.returncode == 0 else None

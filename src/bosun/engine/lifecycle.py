@@ -1,0 +1,537 @@
+"""The loop that advances a run through its states.
+
+Each public function is one CLI verb. It takes the run lock, checks the current state against the
+transition table (via ``Store.transition``), does its work, and records the outcome on disk and in
+the store. Phase failures that the user must act on are raised as ``BosunError`` after the run's
+state has been recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.config import Profile, Settings, load_settings
+from bosun.contract import Mode, TaskContract
+from bosun.engine import locks, record
+from bosun.engine import states as S
+from bosun.engine.prompt import render_prompt
+from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
+from bosun.fileio import write_bytes_atomic
+from bosun.store.db import Store
+
+
+@dataclass
+class Ctx:
+    """What every verb needs: the store and (lazily) the settings of the run's repo."""
+
+    store: Store
+    settings_overrides: dict[str, Any] | None = None
+
+    def settings(self, repo: Path) -> Settings:
+        return load_settings(repo, self.settings_overrides)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+# ---------------------------------------------------------------------------------------------
+# prepare
+
+
+def prepare(
+    ctx: Ctx,
+    task: TaskContract,
+    repo_path: Path,
+    profile_name: str | None = None,
+    wait: bool = False,
+    plan_id: str | None = None,
+    task_source: str | None = None,
+) -> dict[str, Any]:
+    """Validate everything, then create the run, its snapshot and its worktree."""
+    from bosun.engine.routing import choose_profile
+    from bosun.isolation import git as g
+    from bosun.isolation.snapshot import is_dirty, snapshot_commit, user_state
+    from bosun.isolation.worktree import create_worktree
+
+    repo = g.repo_root(repo_path)
+    source_branch = g.current_branch(repo)
+    base = g.resolve_commit(repo, task.base)
+    settings = ctx.settings(repo)
+    choice = choose_profile(settings, task, profile_name, ctx.store)
+    head = g.head_commit(repo)
+
+    run_id = new_run_id()
+    rdir = paths.run_dir(run_id)
+    wt = paths.worktree_dir(run_id)
+    branch = f"bosun/{run_id}"
+    scratch = rdir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    # The user's uncommitted work only makes sense on top of their HEAD.
+    snapshot = snapshot_commit(repo, base, scratch) if base == head and is_dirty(repo) else None
+    start = snapshot or base
+    state_at_start = user_state(repo)
+
+    run = {
+        "id": run_id,
+        "state": S.PREPARED,
+        "title": task.title,
+        "repo": str(repo),
+        "source_branch": source_branch,
+        "base": base,
+        "start_commit": start,
+        "branch": branch,
+        "worktree": str(wt),
+        "profile": choice.profile.name,
+        "profile_reason": choice.reason,
+        "plan_id": plan_id,
+        "data": {
+            "snapshot": bool(snapshot),
+            "mode": task.mode.value,
+            "task_source": task_source,
+            "source_head_at_start": head,
+            "uncommitted_at_start": state_at_start.get("uncommitted", {}),
+            "routing": choice.to_dict(),
+        },
+    }
+    record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
+    with locks.concurrency_slot(ctx.store.count_active, settings.max_concurrent_runs, wait):
+        ctx.store.insert_run(run, prompt=task.prompt)
+    try:
+        create_worktree(repo, wt, branch, start)
+    except BosunError as exc:
+        _fail(ctx, run_id, S.PREPARED, f"worktree creation failed: {exc.message}")
+        raise
+    return ctx.store.require_run(run_id)
+
+
+def load_task(run_id: str) -> TaskContract:
+    doc = record.read_doc(run_id, record.TASK)
+    if not doc:
+        raise BadInput(f"run {run_id} has no task.json", "the run directory is damaged; discard the run")
+    return TaskContract.model_validate(doc["task"])
+
+
+def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = S.FAILED) -> None:
+    ctx.store.merge_data(run_id, error={"code": to.upper(), "message": reason, "hint": ""})
+    ctx.store.transition(run_id, expected, to, reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# work
+
+
+RESUMABLE_FROM = (S.PREPARED, S.VERIFIED, S.REJECTED, S.FAILED, S.BLOCKED, S.WORKED)
+
+
+def work(
+    ctx: Ctx,
+    run_id: str,
+    resume: str | None = None,
+    profile_name: str | None = None,
+    on_event: Any = None,
+) -> dict[str, Any]:
+    """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled."""
+    from bosun.engine.attempts import run_attempts
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] not in RESUMABLE_FROM:
+            raise InvalidTransition(
+                f"run {run_id} is {run['state']!r}; work needs a prepared run (or verified/rejected/failed to revise)",
+                "`bosun show` the run",
+            )
+        if resume is not None and run["state"] == S.PREPARED:
+            raise BadInput("--resume continues an earlier worker session; this run has none yet", "run `bosun work` first")
+        repo = Path(run["repo"])
+        settings = ctx.settings(repo)
+        task = load_task(run_id)
+        ctx.store.transition(run_id, run["state"], S.WORKING, "revise: " + resume[:200] if resume else "worker started")
+        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None)
+        try:
+            outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
+        except BaseException as exc:
+            # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
+            current = ctx.store.require_run(run_id)["state"]
+            if current == S.WORKING:
+                reason = "interrupted: " + (type(exc).__name__)
+                ctx.store.transition(run_id, S.WORKING, S.INTERRUPTED, reason)
+            raise
+        return _finish_work(ctx, run_id, outcome)
+
+
+def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
+    res = outcome.result
+    data: dict[str, Any] = {"worker": res.to_dict(), "usage": outcome.usage.to_dict(), "bosun_pid": None}
+    if res.session_id:
+        ctx.store.update_run(run_id, session_id=res.session_id, profile=outcome.profile)
+    else:
+        ctx.store.update_run(run_id, profile=outcome.profile)
+    if res.status == "ok":
+        ctx.store.merge_data(run_id, **data)
+        ctx.store.transition(run_id, S.WORKING, S.WORKED, f"worker finished ({outcome.profile})")
+        return ctx.store.require_run(run_id)
+    err = {
+        "code": (res.error_class.value if res.error_class else res.status).upper(),
+        "message": res.error_message or f"worker {res.status}",
+        "hint": outcome.hint,
+    }
+    ctx.store.merge_data(run_id, error=err, **data)
+    if res.status == "cancelled":
+        ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled during work")
+        return ctx.store.require_run(run_id)
+    to = S.BLOCKED if outcome.blocked else S.FAILED
+    ctx.store.transition(run_id, S.WORKING, to, err["message"][:500])
+    if res.status == "timeout":
+        raise TimedOut(err["message"], err["hint"] or "raise timeout_s in the task or profile", code="TIMEOUT")
+    raise BosunError(err["message"], err["hint"], code=err["code"])
+
+
+# ---------------------------------------------------------------------------------------------
+# verify
+
+
+def verify(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    """Re-run verification and all gates; ends verified or rejected."""
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] in (S.VERIFIED, S.REJECTED, S.APPROVED):
+            ctx.store.transition(run_id, run["state"], S.WORKED, "re-verification requested")
+        elif run["state"] != S.WORKED:
+            raise InvalidTransition(
+                f"run {run_id} is {run['state']!r}; verification needs a worked run", "run `bosun work` first"
+            )
+        return _verify_worked(ctx, run_id)
+
+
+def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
+    from bosun.isolation.worktree import changed_files, worktree_diff
+
+    wt = Path(run["worktree"])
+    scratch = paths.run_dir(run["id"]) / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    diff = worktree_diff(wt, run["start_commit"], scratch)
+    changes = changed_files(wt, run["start_commit"], scratch)
+    return diff, changes
+
+
+def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    from bosun.engine.gating import evaluate
+    from bosun.verification import run_verification
+
+    run = ctx.store.require_run(run_id)
+    task = load_task(run_id)
+    settings = ctx.settings(Path(run["repo"]))
+    diff, changes = compute_change(run)
+    digest = hashlib.sha256(diff).hexdigest()
+    write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
+    verification = run_verification(task, Path(run["worktree"]), paths.run_dir(run_id) / "verify-home")
+    record.write_doc(run_id, record.VERIFICATION, verification)
+    # Verification must not change the change: a test that writes into the tree would otherwise
+    # let unverified bytes through.
+    diff_after, changes_after = compute_change(run)
+    drift = hashlib.sha256(diff_after).hexdigest() != digest
+    gates = evaluate(run, task, settings, diff, changes, verification)
+    if drift:
+        gates.append(_drift_gate())
+    record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in gates], "diff_sha256": digest})
+    ctx.store.update_run(run_id, diff_sha256=digest, files_changed=len(changes))
+    ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates))
+    failed = [g.code for g in gates if not g.ok]
+    if failed:
+        ctx.store.merge_data(
+            run_id,
+            error={
+                "code": "GATES_FAILED",
+                "message": "rejected by " + ", ".join(failed),
+                "hint": "`bosun show " + run_id + "` explains each gate; revise with `bosun work --resume`",
+            },
+        )
+        ctx.store.transition(run_id, S.WORKED, S.REJECTED, "gates failed: " + ", ".join(failed))
+    else:
+        ctx.store.merge_data(run_id, error=None)
+        ctx.store.transition(run_id, S.WORKED, S.VERIFIED, "verification passed, all gates green")
+    return ctx.store.require_run(run_id)
+
+
+def _drift_gate() -> Any:
+    from bosun.changes import GateResult
+
+    return GateResult(
+        "VERIFY_CHANGED_TREE",
+        False,
+        "the verify commands changed files in the worktree; the change bosun verified is not the change on disk",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# approve
+
+
+def approve(
+    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Approve a green, unchanged diff. Refuses otherwise and says why."""
+    from bosun.engine.review import open_blocking_findings, validate_review
+
+    waivers = waivers or {}
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] not in (S.VERIFIED, S.REJECTED):
+            raise InvalidTransition(
+                f"run {run_id} is {run['state']!r}; only a verified run can be approved",
+                "run `bosun verify` first" if run["state"] == S.WORKED else "`bosun show` the run",
+            )
+        gates_doc = record.read_doc(run_id, record.GATES, {}) or {}
+        verification = record.read_doc(run_id, record.VERIFICATION, {}) or {}
+        problems = []
+        if verification.get("passed") is False:
+            problems.append("verification failed")
+        elif verification.get("passed") is None and "VERIFY_FAILED" not in waivers:
+            problems.append("no verification ran (the task has no verify commands); waive VERIFY_FAILED to accept that")
+        unknown = set(waivers) - {g["code"] for g in gates_doc.get("gates", [])} - {"VERIFY_FAILED"}
+        if unknown:
+            raise BadInput(f"cannot waive unknown gate {sorted(unknown)[0]!r}", "`bosun show` lists this run's gates")
+        red = [g["code"] for g in gates_doc.get("gates", []) if not g["ok"] and g["code"] not in waivers]
+        if "VERIFY_FAILED" in red or verification.get("passed") is False:
+            red = [c for c in red if c != "VERIFY_FAILED"]
+        if red:
+            problems.append("gates not green: " + ", ".join(red))
+        if review is not None:
+            validate_review(review)
+            blocking = open_blocking_findings(review)
+            if blocking:
+                problems.append(f"{len(blocking)} open P0..P2 finding(s) in the review: " + blocking[0])
+            if str(review.get("verdict", "")).lower() in ("reject", "rejected", "request_changes"):
+                problems.append("the review's verdict is " + str(review.get("verdict")))
+        if problems:
+            raise Rejected(
+                f"cannot approve {run_id}: " + "; ".join(problems),
+                "fix and re-verify, or waive a gate with --waive CODE --reason TEXT",
+                code="APPROVE_REFUSED",
+            )
+        diff, _ = compute_change(run)
+        digest = hashlib.sha256(diff).hexdigest()
+        if digest != run["diff_sha256"]:
+            ctx.store.transition(run_id, run["state"], S.REJECTED, "diff changed after verification")
+            raise Rejected(
+                f"the diff of {run_id} changed after verification (was {run['diff_sha256'][:12]}, now {digest[:12]})",
+                "run `bosun verify` again; only the verified diff can be approved",
+                code="DIFF_CHANGED",
+            )
+        ctx.store.merge_data(
+            run_id,
+            waivers=[{"code": c, "reason": r} for c, r in waivers.items()],
+            review=review,
+            approved_diff_sha256=digest,
+        )
+        reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
+        ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
+        return ctx.store.require_run(run_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# integrate / report / cleanup
+
+
+def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None) -> dict[str, Any]:
+    from bosun.engine.integration import integrate_run
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] != S.APPROVED:
+            raise InvalidTransition(
+                f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
+                "`bosun approve` it first",
+            )
+        settings = ctx.settings(Path(run["repo"]))
+        do_reverify = settings.reverify_on_integrate if reverify is None else reverify
+        integrate_run(ctx, run, load_task(run_id), do_reverify)
+        return ctx.store.require_run(run_id)
+
+
+def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    from bosun.report import write_report
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        write_report(ctx, run)
+        if S.can_transition(run["state"], S.REPORTED):
+            ctx.store.transition(run_id, run["state"], S.REPORTED, "report written")
+        return ctx.store.require_run(run_id)
+
+
+CLEANABLE = (S.INTEGRATED, S.REPORTED, S.CANCELLED)
+
+
+def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
+    """Remove the worktree and branch of an integrated or discarded run."""
+    from bosun.isolation.worktree import remove_worktree
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] == S.CLEANED:
+            return run
+        if run["state"] not in CLEANABLE and not force:
+            raise BadInput(
+                f"run {run_id} is {run['state']!r}: its work is not merged; cleanup would delete it",
+                "integrate it, `bosun discard` it, or pass --force (the diff stays in the run directory)",
+            )
+        if not S.can_transition(run["state"], S.CLEANED):
+            # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
+            ctx.store.transition(run_id, run["state"], S.CANCELLED, "forced cleanup")
+            run["state"] = S.CANCELLED
+        _preserve_diff(run)
+        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
+        shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "verify-home", ignore_errors=True)
+        ctx.store.transition(run_id, run["state"], S.CLEANED, "worktree and branch removed")
+        return ctx.store.require_run(run_id)
+
+
+def _preserve_diff(run: dict[str, Any]) -> None:
+    """Save what the worker wrote before its worktree goes away (nothing is lost)."""
+    wt = Path(run["worktree"])
+    if not wt.exists():
+        return
+    try:
+        diff, _ = compute_change(run)
+    except BosunError:
+        return
+    if diff:
+        write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
+
+
+def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    """Stop a running worker (its whole process group) and mark the run cancelled."""
+    run = ctx.store.require_run(run_id)
+    if run["state"] == S.WORKING:
+        ctx.store.merge_data(run_id, cancel_requested=True)
+        pid = run["data"].get("worker_pid")
+        owner = locks.read_owner(run_id)
+        if pid:
+            try:
+                os.killpg(int(pid), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        # The bosun process driving the worker records the cancellation itself; if it is dead we do.
+        if not locks.owner_alive(owner):
+            ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled (no live bosun process)")
+        else:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
+                time.sleep(0.1)
+        return ctx.store.require_run(run_id)
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        ctx.store.transition(run_id, run["state"], S.CANCELLED, "cancelled")
+        return ctx.store.require_run(run_id)
+
+
+def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    run = ctx.store.require_run(run_id)
+    if run["state"] in (S.INTEGRATED, S.REPORTED):
+        raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
+    if run["state"] not in (S.CANCELLED, S.CLEANED):
+        cancel(ctx, run_id)
+    return cleanup(ctx, run_id, force=True)
+
+
+def recover(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    """After a crash: a run stuck in ``working`` goes to verification if the worker left a diff,
+    back to ``prepared`` otherwise. Nothing the worker wrote is touched."""
+    run = ctx.store.require_run(run_id)
+    owner = locks.read_owner(run_id)
+    if run["state"] == S.WORKING and locks.owner_alive(owner):
+        raise BadInput(
+            f"run {run_id} is still being worked by a live bosun process (pid {owner['pid']})",  # type: ignore[index]
+            "wait for it, or `bosun cancel` it",
+        )
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        _kill_orphan_worker(run)
+        if run["state"] == S.WORKING:
+            ctx.store.transition(run_id, S.WORKING, S.INTERRUPTED, "recover: the bosun process died during work")
+            run["state"] = S.INTERRUPTED
+        if run["state"] == S.INTERRUPTED:
+            diff, _ = compute_change(run)
+            if diff:
+                ctx.store.transition(run_id, S.INTERRUPTED, S.WORKED, "recover: the worker left a diff")
+                return _verify_worked(ctx, run_id)
+            ctx.store.transition(run_id, S.INTERRUPTED, S.PREPARED, "recover: no diff; ready to work again")
+            return ctx.store.require_run(run_id)
+        if run["state"] == S.WORKED:
+            return _verify_worked(ctx, run_id)
+        raise BadInput(f"run {run_id} is {run['state']!r}; nothing to recover", "`bosun show` the run")
+
+
+def _kill_orphan_worker(run: dict[str, Any]) -> None:
+    pid = run["data"].get("worker_pid")
+    if pid:
+        try:
+            os.killpg(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# delegate
+
+
+def delegate(
+    ctx: Ctx,
+    task: TaskContract,
+    repo_path: Path,
+    profile_name: str | None = None,
+    auto_approve: bool = False,
+    wait: bool = False,
+    on_event: Any = None,
+    task_source: str | None = None,
+    on_prepared: Any = None,
+) -> dict[str, Any]:
+    """prepare + work + verify; with auto_approve also approve + integrate + report when all green."""
+    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
+    run_id = run["id"]
+    if on_prepared is not None:
+        on_prepared(run_id)
+    with locks.run_lock(run_id):
+        try:
+            work(ctx, run_id, on_event=on_event)
+        except BosunError:
+            _safe_report(ctx, run_id)
+            raise
+        run = verify(ctx, run_id)
+        if run["state"] == S.VERIFIED and auto_approve and task.mode == Mode.code:
+            approve(ctx, run_id)
+            integrate(ctx, run_id)
+            run = report(ctx, run_id)
+        else:
+            _safe_report(ctx, run_id)
+            run = ctx.store.require_run(run_id)
+    return run
+
+
+def _safe_report(ctx: Ctx, run_id: str) -> None:
+    from bosun.report import write_report
+
+    write_report(ctx, ctx.store.require_run(run_id))
+
+
+def profile_for(settings: Settings, name: str) -> Profile:
+    return settings.profile(name)
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)

@@ -1,0 +1,132 @@
+"""Per-run locks and the global concurrency cap.
+
+A run lock is a file holding the owner's pid and kernel start time. It is taken with O_EXCL and
+reclaimed only when its owner is provably dead (no such pid, or the pid was reused by a process with
+another start time), so two processes never advance one run, and a crashed bosun never wedges one.
+Re-entrant within one process: ``delegate`` takes it once and calls prepare/work/verify under it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bosun.errors import Busy
+from bosun.fileio import write_text_atomic
+from bosun.paths import check_run_id, locks_dir
+from bosun.proc import pid_alive, process_start_time
+
+_held: dict[str, int] = {}  # run id -> re-entrancy depth in this process
+
+
+def _me() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"pid": pid, "start": process_start_time(pid)}
+
+
+def lock_path(run_id: str) -> Path:
+    return locks_dir() / f"{check_run_id(run_id)}.lock"
+
+
+def read_owner(run_id: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(lock_path(run_id).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def owner_alive(owner: dict[str, Any] | None) -> bool:
+    return bool(owner) and pid_alive(int(owner["pid"]), owner.get("start"))  # type: ignore[index]
+
+
+@contextmanager
+def _reclaim_guard() -> Iterator[None]:
+    from filelock import FileLock
+
+    with FileLock(str(locks_dir() / ".reclaim.lock"), timeout=30):
+        yield
+
+
+def acquire(run_id: str) -> None:
+    if _held.get(run_id):
+        _held[run_id] += 1
+        return
+    path = lock_path(run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    me = _me()
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        with _reclaim_guard():
+            owner = read_owner(run_id)
+            if owner_alive(owner):
+                assert owner is not None
+                raise Busy(
+                    f"run {run_id} is being advanced by another bosun process (pid {owner['pid']})",
+                    "wait for it to finish, or `bosun cancel` the run",
+                ) from None
+            # The owner is dead (crash, SIGKILL): take the lock over atomically.
+            write_text_atomic(path, json.dumps(me))
+    else:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(me))
+    _held[run_id] = 1
+
+
+def release(run_id: str) -> None:
+    depth = _held.get(run_id, 0)
+    if depth > 1:
+        _held[run_id] = depth - 1
+        return
+    _held.pop(run_id, None)
+    owner = read_owner(run_id)
+    if owner and owner.get("pid") == os.getpid():
+        try:
+            lock_path(run_id).unlink()
+        except FileNotFoundError:
+            pass
+
+
+@contextmanager
+def run_lock(run_id: str) -> Iterator[None]:
+    acquire(run_id)
+    try:
+        yield
+    finally:
+        release(run_id)
+
+
+@contextmanager
+def concurrency_slot(
+    count_active: Callable[[], int], cap: int, wait: bool, poll_s: float = 0.5, max_wait_s: float | None = None
+) -> Iterator[None]:
+    """Hold the global cap lock while the caller registers a new active run.
+
+    Raises Busy when ``cap`` runs are active, unless ``wait`` (then polls until a slot frees).
+    """
+    from filelock import FileLock
+
+    lock = FileLock(str(locks_dir() / ".cap.lock"), timeout=60)
+    started = time.monotonic()
+    while True:
+        lock.acquire()
+        active = count_active()
+        if active < cap:
+            try:
+                yield
+            finally:
+                lock.release()
+            return
+        lock.release()
+        if not wait or (max_wait_s is not None and time.monotonic() - started > max_wait_s):
+            raise Busy(
+                f"{active} runs are active, the cap is max_concurrent_runs = {cap}",
+                "pass --wait to queue, finish or cancel a run (`bosun list --state working`), "
+                "or raise max_concurrent_runs (1..32)",
+            )
+        time.sleep(poll_s)

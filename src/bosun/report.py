@@ -1,0 +1,123 @@
+"""metrics.json and report.md for a run: what happened, what passed, what it cost, what it saved."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.engine import record
+from bosun.fileio import read_json, write_json_atomic, write_text_atomic
+from bosun.metrics import cost_usd, parent_savings
+from bosun.results import run_result
+from bosun.workers.base import Usage
+
+
+def _base_files_text(run: dict[str, Any], changed: list[str]) -> str:
+    from bosun.isolation.git import git
+
+    parts = []
+    for path in changed[:200]:
+        res = git(["show", f"{run['start_commit']}:{path}"], Path(run["repo"]), check=False)
+        if res.returncode == 0:
+            parts.append(res.stdout)
+    return "\n".join(parts)
+
+
+def _diff_stats(diff_text: str) -> dict[str, int]:
+    added = sum(1 for ln in diff_text.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+    deleted = sum(1 for ln in diff_text.splitlines() if ln.startswith("-") and not ln.startswith("---"))
+    files = sum(1 for ln in diff_text.splitlines() if ln.startswith("diff --git "))
+    return {"files": files, "added_lines": added, "deleted_lines": deleted, "bytes": len(diff_text.encode())}
+
+
+def _changed_paths(diff_text: str) -> list[str]:
+    out = []
+    for ln in diff_text.splitlines():
+        if ln.startswith("--- a/"):
+            out.append(ln[6:])
+    return out
+
+
+def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
+    rdir = paths.run_dir(run["id"])
+    settings = ctx.settings(Path(run["repo"]))
+    data = run.get("data") or {}
+    usage = Usage.from_event(data.get("usage") or {})
+    try:
+        prices = settings.profile(run["profile"]).prices
+    except Exception:  # noqa: BLE001 - a profile removed from config since the run: price unknown
+        prices = None
+    worker_cost = cost_usd(usage, prices) if prices else 0.0
+    diff_path = rdir / record.DIFF
+    diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
+    transitions = ctx.store.transitions(run["id"])
+    started = transitions[0]["at"] if transitions else run["created_at"]
+    ended = transitions[-1]["at"] if transitions else time.time()
+    returned = json.dumps(run_result(run, brief=True), separators=(",", ":"))
+    return {
+        "run_id": run["id"],
+        "state": run["state"],
+        "profile": run["profile"],
+        "duration_s": round(ended - started, 3),
+        "worker": {
+            "usage": usage.to_dict(),
+            "cost_usd": worker_cost,
+            "cost_reported_by_cli_usd": usage.cost_usd,
+            "prices_per_million": prices.model_dump() if prices else None,
+            "attempts": len(ctx.store.attempts(run["id"])),
+        },
+        "diff": _diff_stats(diff_text),
+        "parent": parent_savings(
+            _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
+        ),
+    }
+
+
+def write_report(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
+    rdir = paths.run_dir(run["id"])
+    metrics = build_metrics(ctx, run)
+    write_json_atomic(rdir / record.METRICS, metrics)
+    write_text_atomic(rdir / record.REPORT, render_markdown(ctx, run, metrics))
+    return metrics
+
+
+def render_markdown(ctx: Any, run: dict[str, Any], metrics: dict[str, Any]) -> str:
+    rdir = paths.run_dir(run["id"])
+    gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
+    verification = read_json(rdir / record.VERIFICATION, {}) or {}
+    lines = [f"# bosun run {run['id']}: {run['title']}", ""]
+    lines.append(f"- state: **{run['state']}**")
+    lines.append(f"- profile: {run['profile']} ({run.get('profile_reason') or ''})")
+    lines.append(f"- source: {run['source_branch']} @ {run['base'][:12]}; worktree branch {run['branch']}")
+    if run.get("merged_commit"):
+        lines.append(f"- merged: {run['merged_commit'][:12]}")
+    lines.append(f"- diff: {metrics['diff']['files']} files, +{metrics['diff']['added_lines']} "
+                 f"-{metrics['diff']['deleted_lines']}, sha256 {run.get('diff_sha256') or '-'}")
+    err = (run.get("data") or {}).get("error")
+    if err:
+        lines.append(f"- error: {err.get('code')}: {err.get('message')}")
+    lines += ["", "## Verification (run by bosun)", ""]
+    if not verification.get("commands"):
+        lines.append("No verify commands: nothing was checked.")
+    for c in verification.get("commands", []):
+        mark = "PASS" if c.get("exit_code") == 0 and not c.get("timed_out") else "FAIL"
+        lines.append(f"- {mark} `{' '.join(c['argv'])}` exit {c.get('exit_code')} in {c.get('duration_s')}s")
+    lines += ["", "## Gates", ""]
+    for g in gates:
+        lines.append(f"- {'ok  ' if g['ok'] else 'FAIL'} {g['code']}: {g.get('detail', '')}")
+    w, p = metrics["worker"], metrics["parent"]
+    lines += ["", "## Receipt", ""]
+    u = w["usage"]
+    lines.append(f"- worker tokens: {u['input_tokens']} in ({u['cached_input_tokens']} cached), "
+                 f"{u['output_tokens']} out ({u['reasoning_tokens']} reasoning); cost ${w['cost_usd']:.4f}")
+    lines.append(f"- parent would have spent ~{p['parent_direct_tokens']} tokens; it reads "
+                 f"{p['parent_actual_tokens']} from bosun (compression {p['compression']}x)")
+    lines.append(f"- estimated saving at parent prices ({p['parent_prices_date']}): ${p['saving_usd']:.4f}")
+    lines += ["", "## History", ""]
+    for t in ctx.store.transitions(run["id"]):
+        when = time.strftime("%H:%M:%S", time.gmtime(t["at"]))
+        lines.append(f"- {when} {t['from_state'] or '-'} -> {t['to_state']} (pid {t['pid']}): {t['reason']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""SQLite store: runs, transitions, attempts, cooldowns. All SQL lives in this package."""

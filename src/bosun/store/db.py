@@ -1,0 +1,224 @@
+"""The run store: one SQLite database in WAL mode at ``$BOSUN_HOME/bosun.db``.
+
+Connections are short-lived and autocommit; every write that must be atomic runs in an explicit
+``BEGIN IMMEDIATE`` transaction so concurrent bosun processes serialize on the write lock instead of
+failing. State changes go through ``transition`` only: it checks the transition table and the
+expected current state in the same transaction, and records a transition row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bosun.engine.states import ACTIVE_STATES, check_transition
+from bosun.errors import InvalidTransition, NotFound
+from bosun.store.migrations import migrate
+
+RUN_COLUMNS = (
+    "id", "state", "title", "repo", "source_branch", "base", "start_commit", "branch", "worktree",
+    "profile", "profile_reason", "diff_sha256", "files_changed", "session_id", "merged_commit",
+    "plan_id", "created_at", "updated_at", "data",
+)
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        migrate(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- runs ---------------------------------------------------------------------------------
+    def insert_run(self, run: dict[str, Any], prompt: str = "") -> None:
+        now = time.time()
+        row = {c: run.get(c) for c in RUN_COLUMNS}
+        row["created_at"] = row["created_at"] or now
+        row["updated_at"] = now
+        row["data"] = json.dumps(run.get("data") or {})
+        row["files_changed"] = row["files_changed"] or 0
+        cols = ", ".join(RUN_COLUMNS)
+        marks = ", ".join("?" for _ in RUN_COLUMNS)
+        with self.tx() as db:
+            db.execute(f"INSERT INTO runs ({cols}) VALUES ({marks})", [row[c] for c in RUN_COLUMNS])
+            db.execute(
+                "INSERT INTO transitions(run_id, from_state, to_state, at, pid, reason) VALUES (?,?,?,?,?,?)",
+                (row["id"], None, row["state"], now, os.getpid(), "created"),
+            )
+            db.execute("INSERT INTO run_search(run_id, title, prompt) VALUES (?,?,?)", (row["id"], row["title"], prompt))
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _run_dict(row) if row else None
+
+    def require_run(self, run_id: str) -> dict[str, Any]:
+        run = self.get_run(run_id)
+        if run is None:
+            raise NotFound(f"no run with id {run_id!r}", "`bosun list` shows your runs", code="UNKNOWN_RUN")
+        return run
+
+    def list_runs(
+        self, state: str | None = None, limit: int = 50, search: str | None = None, plan_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM runs"
+        where, args = [], []
+        if state:
+            where.append("state = ?")
+            args.append(state)
+        if plan_id:
+            where.append("plan_id = ?")
+            args.append(plan_id)
+        if search:
+            where.append("id IN (SELECT run_id FROM run_search WHERE run_search MATCH ?)")
+            args.append(search)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC LIMIT ?"
+        args.append(limit)
+        return [_run_dict(r) for r in self.db.execute(sql, args)]
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        if "data" in fields:
+            raise ValueError("use merge_data to change run data")
+        if not fields:
+            return
+        fields["updated_at"] = time.time()
+        assigns = ", ".join(f"{k} = ?" for k in fields)
+        with self.tx() as db:
+            db.execute(f"UPDATE runs SET {assigns} WHERE id = ?", [*fields.values(), run_id])
+
+    def merge_data(self, run_id: str, **items: Any) -> dict[str, Any]:
+        """Merge keys into the run's JSON ``data`` column atomically; returns the new data."""
+        with self.tx() as db:
+            row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
+            data = json.loads(row["data"]) if row else {}
+            data.update(items)
+            db.execute(
+                "UPDATE runs SET data = ?, updated_at = ? WHERE id = ?", (json.dumps(data, default=str), time.time(), run_id)
+            )
+        return data
+
+    def transition(self, run_id: str, expected: str, to: str, reason: str = "") -> None:
+        """Move a run from ``expected`` to ``to``, refusing illegal or stale transitions."""
+        check_transition(expected, to)
+        now = time.time()
+        with self.tx() as db:
+            cur = db.execute(
+                "UPDATE runs SET state = ?, updated_at = ? WHERE id = ? AND state = ?", (to, now, run_id, expected)
+            )
+            if cur.rowcount != 1:
+                row = db.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()
+                actual = row["state"] if row else "missing"
+                raise InvalidTransition(
+                    f"run {run_id} is {actual!r}, not {expected!r}; another process moved it",
+                    "`bosun show` the run and try again",
+                )
+            db.execute(
+                "INSERT INTO transitions(run_id, from_state, to_state, at, pid, reason) VALUES (?,?,?,?,?,?)",
+                (run_id, expected, to, now, os.getpid(), reason),
+            )
+
+    def transitions(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT from_state, to_state, at, pid, reason FROM transitions WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+        return [dict(r) for r in rows]
+
+    def count_active(self) -> int:
+        marks = ", ".join("?" for _ in ACTIVE_STATES)
+        row = self.db.execute(f"SELECT COUNT(*) FROM runs WHERE state IN ({marks})", tuple(ACTIVE_STATES)).fetchone()
+        return int(row[0])
+
+    # -- attempts -----------------------------------------------------------------------------
+    def start_attempt(self, run_id: str, profile: str, adapter: str) -> int:
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO attempts(run_id, profile, adapter, started_at) VALUES (?,?,?,?)",
+                (run_id, profile, adapter, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def finish_attempt(
+        self, attempt_id: int, status: str, error_class: str | None, error_message: str | None, data: dict[str, Any]
+    ) -> None:
+        with self.tx() as db:
+            db.execute(
+                "UPDATE attempts SET ended_at = ?, status = ?, error_class = ?, error_message = ?, data = ? WHERE id = ?",
+                (time.time(), status, error_class, error_message, json.dumps(data, default=str), attempt_id),
+            )
+
+    def attempts(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM attempts WHERE run_id = ? ORDER BY id", (run_id,))
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["data"] = json.loads(d["data"] or "{}")
+            out.append(d)
+        return out
+
+    def profile_stats(self, profile: str, window: int = 20) -> dict[str, Any]:
+        rows = self.db.execute(
+            "SELECT status FROM attempts WHERE profile = ? AND status IS NOT NULL ORDER BY id DESC LIMIT ?",
+            (profile, window),
+        ).fetchall()
+        total = len(rows)
+        ok = sum(1 for r in rows if r["status"] == "ok")
+        return {"attempts": total, "ok": ok, "success_rate": (ok / total) if total else None}
+
+    # -- cooldowns ----------------------------------------------------------------------------
+    def set_cooldown(self, profile: str, until: float, reason: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO cooldowns(profile, until, reason, set_at) VALUES (?,?,?,?) "
+                "ON CONFLICT(profile) DO UPDATE SET until = excluded.until, reason = excluded.reason, set_at = excluded.set_at",
+                (profile, until, reason, time.time()),
+            )
+
+    def cooldowns(self, now: float | None = None) -> dict[str, dict[str, Any]]:
+        now = time.time() if now is None else now
+        rows = self.db.execute("SELECT * FROM cooldowns WHERE until > ?", (now,))
+        return {r["profile"]: dict(r) for r in rows}
+
+    def clear_cooldown(self, profile: str) -> None:
+        with self.tx() as db:
+            db.execute("DELETE FROM cooldowns WHERE profile = ?", (profile,))
+
+
+def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    d["data"] = json.loads(d.get("data") or "{}")
+    return d
+
+
+def open_store() -> Store:
+    from bosun.paths import db_path, ensure_home
+
+    ensure_home()
+    return Store(db_path())
+
+
+__all__ = ["Store", "open_store", "InvalidTransition"]

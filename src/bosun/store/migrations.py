@@ -1,0 +1,102 @@
+"""Named migrations, applied in order and recorded in ``migrations``. Never edit a shipped one."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+M001_RUNS = """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            state TEXT NOT NULL,
+            title TEXT NOT NULL,
+            repo TEXT NOT NULL,
+            source_branch TEXT NOT NULL,
+            base TEXT NOT NULL,            -- the commit of the user's branch the run started from
+            start_commit TEXT NOT NULL,    -- base, or the snapshot of the user's dirty tree
+            branch TEXT NOT NULL,
+            worktree TEXT NOT NULL,
+            profile TEXT,
+            profile_reason TEXT,
+            diff_sha256 TEXT,
+            files_changed INTEGER NOT NULL DEFAULT 0,
+            session_id TEXT,
+            merged_commit TEXT,
+            plan_id TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            data TEXT NOT NULL DEFAULT '{}'   -- JSON: usage, verification summary, error, waivers
+        );
+        CREATE INDEX runs_state ON runs(state);
+        CREATE INDEX runs_created ON runs(created_at);
+        CREATE TABLE transitions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            from_state TEXT,
+            to_state TEXT NOT NULL,
+            at REAL NOT NULL,
+            pid INTEGER NOT NULL,
+            reason TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX transitions_run ON transitions(run_id);
+        CREATE TABLE attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            profile TEXT NOT NULL,
+            adapter TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            status TEXT,
+            error_class TEXT,
+            error_message TEXT,
+            data TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX attempts_run ON attempts(run_id);
+        CREATE INDEX attempts_profile ON attempts(profile, started_at);
+        CREATE TABLE cooldowns (
+            profile TEXT PRIMARY KEY,
+            until REAL NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            set_at REAL NOT NULL
+        );
+"""
+
+# Full-text search over run titles and prompts (`bosun list --search`).
+M002_RUN_SEARCH = """
+        CREATE VIRTUAL TABLE run_search USING fts5(run_id UNINDEXED, title, prompt);
+"""
+
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("001_runs", M001_RUNS),
+    ("002_run_search", M002_RUN_SEARCH),
+]
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations, each in its own IMMEDIATE transaction (safe across processes).
+
+    ``db`` must be in autocommit mode (isolation_level=None).
+    """
+    db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done = {row[0] for row in db.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, sql in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have applied it while we waited for the write lock.
+            if db.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                db.execute("COMMIT")
+                continue
+            for statement in (s.strip() for s in sql.split(";")):
+                if statement:
+                    db.execute(statement)
+            db.execute("INSERT INTO migrations(name, applied_at) VALUES (?, strftime('%s','now'))", (name,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied

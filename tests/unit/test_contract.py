@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from bosun.contract import TEMPLATE, contract_from_mapping, load_contract, parse_mapping
+from bosun.errors import BadInput
+
+
+def test_template_is_valid_and_verify_strings_are_split_not_shelled():
+    task = contract_from_mapping(parse_mapping(TEMPLATE, "template"))
+    assert task.verify[0].argv() == ["python", "-m", "pytest", "-q", "tests/test_pages.py"]
+    assert task.limits.max_files == 10
+
+
+def test_shell_is_explicit():
+    task = contract_from_mapping({"title": "t", "prompt": "p", "verify": [{"run": "a && b", "shell": True}]})
+    assert task.verify[0].argv() == ["/bin/sh", "-c", "a && b"]
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"title": "t", "prompt": "p", "colour": "red"}, "unknown field 'colour'"),
+        ({"title": "t", "prompt": "   "}, "prompt is empty"),
+        ({"title": "t"}, "missing required field 'prompt'"),
+        ({"title": "t", "prompt": "p", "scope": ["../etc/**"]}, "'..' not allowed"),
+        ({"title": "t", "prompt": "p", "locked": ["/etc/passwd"]}, "absolute path"),
+        ({"title": "t", "prompt": "p", "mode": "yolo"}, "mode"),
+    ],
+)
+def test_bad_contracts_name_the_problem(data, needle):
+    with pytest.raises(BadInput) as exc:
+        contract_from_mapping(data, "task.yaml")
+    assert needle in exc.value.message
+    assert exc.value.exit_code == 2
+
+
+def test_malformed_yaml_reports_line(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("title: x\nprompt: [unclosed\n")
+    with pytest.raises(BadInput) as exc:
+        load_contract(p)
+    assert "line" in exc.value.message
+
+
+def test_missing_file():
+    with pytest.raises(BadInput):
+        load_contract("/nonexistent/task.yaml")

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bosun.engine import locks
+from bosun.errors import Busy
+from bosun.paths import ensure_home
+
+
+def test_lock_refuses_a_live_owner_and_reclaims_a_dead_one(tmp_path):
+    ensure_home()
+    path = locks.lock_path("run-a")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        from bosun.proc import process_start_time
+
+        path.write_text(json.dumps({"pid": live.pid, "start": process_start_time(live.pid)}))
+        with pytest.raises(Busy):
+            locks.acquire("run-a")
+    finally:
+        live.kill()
+        live.wait()
+    # Now the owner is dead: the lock is reclaimed.
+    locks.acquire("run-a")
+    assert locks.read_owner("run-a")["pid"] != live.pid
+    locks.release("run-a")
+    assert not path.exists()
+
+
+def test_pid_reuse_is_detected_by_start_time(tmp_path):
+    ensure_home()
+    import os
+
+    # Our own pid with a wrong start time is a different (dead) process.
+    locks.lock_path("run-b").write_text(json.dumps({"pid": os.getpid(), "start": 1}))
+    locks.acquire("run-b")
+    locks.release("run-b")
+
+
+def test_reentrant_in_one_process():
+    ensure_home()
+    with locks.run_lock("run-c"):
+        with locks.run_lock("run-c"):
+            assert locks.lock_path("run-c").exists()
+        assert locks.lock_path("run-c").exists()
+    assert not locks.lock_path("run-c").exists()
+
+
+def test_concurrency_cap_refuses_or_waits():
+    ensure_home()
+    with pytest.raises(Busy) as exc:
+        with locks.concurrency_slot(lambda: 4, 4, wait=False):
+            pass
+    assert "max_concurrent_runs" in exc.value.message
+    counts = iter([4, 4, 3])
+    with locks.concurrency_slot(lambda: next(counts), 4, wait=True, poll_s=0.01):
+        pass

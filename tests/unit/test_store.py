@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from bosun.errors import InvalidTransition, NotFound
+from bosun.store.db import Store
+
+
+def _run(run_id: str, state: str = "prepared") -> dict:
+    return {
+        "id": run_id, "state": state, "title": "t", "repo": "/r", "source_branch": "main", "base": "a" * 40,
+        "start_commit": "a" * 40, "branch": f"bosun/{run_id}", "worktree": "/w", "profile": "p",
+    }
+
+
+def test_wal_and_migrations_recorded(tmp_path):
+    store = Store(tmp_path / "b.db")
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    names = [r[0] for r in store.db.execute("SELECT name FROM migrations ORDER BY name")]
+    assert names == ["001_runs", "002_run_search"]
+    Store(tmp_path / "b.db")  # reopening applies nothing twice
+    assert store.db.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == 2
+
+
+def test_transitions_are_recorded_and_illegal_ones_refused(tmp_path):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-1"), prompt="fix the bug")
+    store.transition("run-1", "prepared", "working", "go")
+    with pytest.raises(InvalidTransition):
+        store.transition("run-1", "working", "integrated")
+    with pytest.raises(InvalidTransition):  # stale expectation: another process moved it
+        store.transition("run-1", "prepared", "working")
+    rows = store.transitions("run-1")
+    assert [(r["from_state"], r["to_state"]) for r in rows] == [(None, "prepared"), ("prepared", "working")]
+    assert rows[1]["reason"] == "go" and rows[1]["pid"] > 0
+
+
+def test_concurrent_transitions_only_one_wins(tmp_path):
+    path = tmp_path / "b.db"
+    Store(path).insert_run(_run("run-2"))
+    wins, errors = [], []
+
+    def attempt():
+        s = Store(path)
+        try:
+            s.transition("run-2", "prepared", "working")
+            wins.append(1)
+        except InvalidTransition:
+            errors.append(1)
+
+    threads = [threading.Thread(target=attempt) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1 and len(errors) == 7
+
+
+def test_search_cooldowns_and_stats(tmp_path):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-3"), prompt="paginate drops the last item")
+    assert [r["id"] for r in store.list_runs(search="paginate")] == ["run-3"]
+    assert store.list_runs(search="nothing") == []
+    store.set_cooldown("cheap", 10**12, "429")
+    assert "cheap" in store.cooldowns()
+    a = store.start_attempt("run-3", "cheap", "command")
+    store.finish_attempt(a, "ok", None, None, {})
+    assert store.profile_stats("cheap")["success_rate"] == 1.0
+    with pytest.raises(NotFound):
+        store.require_run("nope")
+
+
+def test_merge_data(tmp_path):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-4"))
+    store.merge_data("run-4", a=1)
+    store.merge_data("run-4", b=2)
+    assert store.get_run("run-4")["data"] == {"a": 1, "b": 2}
+    assert isinstance(store.db, sqlite3.Connection)

@@ -1,0 +1,148 @@
+"""A scripted worker for tests: runs as a real process through the `command` adapter.
+
+Usage: scripted.py MODE. The current directory is the worktree; the prompt arrives on stdin.
+Each mode is one behaviour a real (possibly hostile) worker could show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FIX_OLD = "return a - b  # bug"
+FIX_NEW = "return a + b"
+
+
+def fix() -> None:
+    p = Path("src/calc.py")
+    p.write_text(p.read_text().replace(FIX_OLD, FIX_NEW))
+
+
+def usage(inp: int, out: int) -> None:
+    print(json.dumps({"type": "usage", "input_tokens": inp, "output_tokens": out, "cached_input_tokens": 0}))
+
+
+def mode_fix() -> None:
+    sys.stdin.read()
+    print(json.dumps({"type": "session", "session_id": "sess-1"}))
+    print(json.dumps({"type": "tool_call", "tool": "edit", "input": {"path": "src/calc.py"}}))
+    fix()
+    print(json.dumps({"type": "tool_result", "tool": "edit", "ok": True}))
+    usage(1200, 80)
+    print("Fixed add() in src/calc.py.")
+
+
+def mode_noop() -> None:
+    sys.stdin.read()
+    print("nothing to do")
+
+
+def mode_edit_locked() -> None:
+    fix()
+    p = Path("tests/test_calc.py")
+    p.write_text(p.read_text() + "\n# tweaked\n")
+
+
+def mode_delete_test() -> None:
+    fix()
+    os.remove("tests/test_calc.py")
+
+
+def mode_add_skip() -> None:
+    p = Path("tests/test_calc.py")
+    text = p.read_text()
+    p.write_text("import pytest\n" + text.replace("def test_add", "@pytest.mark.skip\ndef test_add"))
+
+
+def mode_fake_key() -> None:
+    fix()
+    Path("src/settings.py").write_text('AWS_ACCESS_KEY_ID = "AKIAIOSFODNN7EXAMPLQ"\n')
+
+
+def mode_escape_dotdot() -> None:
+    fix()
+    Path("../escaped.txt").write_text("outside the worktree\n")
+
+
+def mode_escape_symlink() -> None:
+    fix()
+    target = os.environ["TMPDIR"] + "/outside-target.txt"
+    os.symlink(target, "src/link.txt")
+    Path("src/link.txt").write_text("written through a symlink\n")
+
+
+def mode_spam() -> None:
+    fix()
+    chunk = "x" * 1023 + "\n"
+    out = sys.stdout
+    for _ in range(50 * 1024):  # 50 MiB
+        out.write(chunk)
+    out.flush()
+
+
+def mode_hang() -> None:
+    fix()
+    time.sleep(3600)
+
+
+def mode_bg_child() -> None:
+    fix()
+    # A background child that inherits stdout and outlives the worker.
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    print("done, leaving a child behind")
+
+
+def mode_git_attack() -> None:
+    fix()
+    results = {}
+    attempts = {
+        "commit": ["git", "commit", "-am", "worker commit"],
+        "push": ["git", "push", "origin", "HEAD"],
+        "reset": ["git", "reset", "--hard", "HEAD~0"],
+        "abs_commit": ["/usr/bin/git", "commit", "-am", "worker commit"],
+        "abs_reset": ["/usr/bin/git", "reset", "--hard"],
+        "abs_push": ["/usr/bin/git", "push", "origin", "HEAD"],
+        "abs_branch": ["/usr/bin/git", "branch", "-D", "main"],
+        "abs_tag": ["/usr/bin/git", "tag", "worker-tag"],
+        "abs_stash": ["/usr/bin/git", "stash"],
+    }
+    for name, argv in attempts.items():
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        results[name] = proc.returncode
+    Path(os.environ["TMPDIR"], "..", "git_attack.json").resolve().write_text(json.dumps(results))
+    fix()  # reset --hard may have undone the fix if it got through
+    print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(results)}))
+
+
+def mode_slow_fix() -> None:
+    fix()
+    Path(os.environ["TMPDIR"], "..", "fixed").resolve().write_text("1")
+    time.sleep(3600)
+
+
+def mode_fail_429() -> None:
+    print(json.dumps({"type": "error", "message": "429 Too Many Requests: rate limit reached, try again in 90s"}))
+    sys.exit(1)
+
+
+def mode_fail_auth() -> None:
+    sys.stderr.write("Error: 401 Unauthorized: invalid api key\n")
+    sys.exit(1)
+
+
+def mode_revise() -> None:
+    prompt = sys.stdin.read()
+    if os.environ.get("BOSUN_RESUME_SESSION"):
+        fix()
+        print(f"resumed session {os.environ['BOSUN_RESUME_SESSION']}: {prompt.strip()[:40]}")
+    else:
+        print(json.dumps({"type": "session", "session_id": "sess-r"}))
+        Path("src/calc.py").write_text(Path("src/calc.py").read_text() + "\n# half done\n")
+
+
+if __name__ == "__main__":
+    globals()["mode_" + sys.argv[1]]()

@@ -150,6 +150,9 @@ def cli(capsys: pytest.CaptureFixture[str]):
 
 
 def user_state(repo: Path) -> dict:
+    """Everything of the user's that must never change behind their back (bosun's own bosun/* branches aside)."""
     from bosun.isolation.snapshot import user_state as state
 
-    return state(repo)
+    st = state(repo)
+    st["branches"] = {k: v for k, v in st["branches"].items() if not k.startswith("refs/heads/bosun/")}
+    return st

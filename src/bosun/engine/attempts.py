@@ -152,6 +152,9 @@ def run_attempts(
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
             )
             result = worker.run(wctx)
+            if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):
+                # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.
+                result.status, result.error_class, result.error_message = "cancelled", None, "cancelled"
         total.add(result.usage)
         store.finish_attempt(
             attempt_id,
@@ -169,7 +172,7 @@ def run_attempts(
         if result.error_class in (ErrorClass.rate_limited, ErrorClass.quota):
             wait = result.retry_after_s or DEFAULT_COOLDOWN_S
             store.set_cooldown(profile.name, time.time() + wait, f"{result.error_class.value}: {result.error_message}")
-        if result.ok or result.error_class not in FALLBACK_CLASSES:
+        if result.ok or result.status == "cancelled" or result.error_class not in FALLBACK_CLASSES:
             break
         if _worktree_changed(run):
             outcome.hint = "the worker changed files before failing, so bosun did not fall back to another profile"

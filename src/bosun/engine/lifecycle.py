@@ -24,7 +24,6 @@ from bosun.config import Profile, Settings, load_settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine import states as S
-from bosun.engine.prompt import render_prompt
 from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
 from bosun.fileio import write_bytes_atomic
 from bosun.store.db import Store
@@ -158,7 +157,7 @@ def work(
         settings = ctx.settings(repo)
         task = load_task(run_id)
         ctx.store.transition(run_id, run["state"], S.WORKING, "revise: " + resume[:200] if resume else "worker started")
-        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None)
+        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
         try:
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
         except BaseException as exc:

@@ -30,6 +30,11 @@ ALWAYS_LOCKED = (
     "tox.ini",
     "noxfile.py",
     "conftest.py",
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    ".mocharc*",
+    "karma.conf.*",
     ".env*",
     "credentials*",
     "*.credentials",
@@ -49,7 +54,8 @@ ALWAYS_LOCKED = (
     "bosun.toml",
 )
 # Glob semantics (bosun.globs): a pattern without "/" matches a file's name at any depth; "**"
-# spans directories; a pattern naming a directory covers everything below it.
+# spans directories; a pattern naming a directory covers everything below it; a leading "./" anchors
+# a name at the root only.
 
 
 class Prices(BaseModel):

@@ -1,0 +1,74 @@
+"""What every gate judges (:class:`GateContext`) and the small helpers gates share to word results.
+
+Gates are pure functions of a context: they never run processes and never touch git. Whoever builds
+the context (isolation, after the worker exits) reads git once and hands over the change list, the
+diff and accessors for file texts, so gates stay fast to test and cannot be fooled by a worktree
+that changes while they run. The only filesystem access a gate makes is resolving symlinks below
+``worktree``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from bosun.changes import FileChange
+from bosun.contract import TaskContract
+from bosun.gates.diffparse import FileDiff, parse_diff
+
+# A detail names at most this many paths, then "and N more": details are read by people.
+MAX_LISTED = 5
+
+
+@dataclass
+class GateContext:
+    """Everything the gates see of one finished worker run."""
+
+    task: TaskContract
+    changes: list[FileChange]  # from git, relative to the worktree's start commit
+    diff: bytes  # the full `git diff --binary` text of the change
+    locked: list[str]  # task.locked + always-locked defaults + user additions
+    base_line_count: Callable[[str], int | None]  # lines of a path in the start commit (None if absent)
+    base_text: Callable[[str], str | None]  # text of a path in the start commit (None if absent/binary)
+    new_text: Callable[[str], str | None]  # text of a path as the worker left it (None if deleted/binary)
+    verification_passed: bool | None  # None: not run
+    verification_summary: str = ""
+    worktree: Path | None = None  # for symlink resolution
+    # Paths the user changed on the source branch during the run that the worker also changed.
+    source_conflicts: list[str] = field(default_factory=list)
+    source_detail: str = ""
+
+    @cached_property
+    def diff_files(self) -> list[FileDiff]:
+        """The diff parsed once per context: several gates read added lines."""
+        return parse_diff(self.diff)
+
+
+def listing(items: Iterable[str], limit: int = MAX_LISTED) -> str:
+    """Join items for a detail: "a, b, c, d, e and 3 more"."""
+    seq = list(items)
+    shown = ", ".join(seq[:limit])
+    more = len(seq) - limit
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 file", "3 files"."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def unique(items: Sequence[str]) -> list[str]:
+    """Items in first-seen order without repeats, so a path is named once per detail."""
+    return list(dict.fromkeys(items))
+
+
+def touched_paths(change: FileChange) -> list[str]:
+    """The paths a change touches: its path and, for a rename, the source too.
+
+    A copy ("C") leaves its source untouched, so only a rename names two changed paths.
+    """
+    if change.status[:1] == "R" and change.old_path and change.old_path != change.path:
+        return [change.path, change.old_path]
+    return [change.path]

@@ -1,0 +1,50 @@
+"""Gates about the run as a whole rather than its paths: was anything changed, did verification
+pass, and did the user change the same files on the source branch meanwhile.
+
+NO_CHANGES depends on the task's mode: a ``code`` task that changes nothing has failed, while
+``explore``, ``review`` and ``test`` tasks report findings and must leave the tree alone.
+"""
+
+from __future__ import annotations
+
+from bosun.changes import GateResult
+from bosun.contract import Mode
+from bosun.gates.context import GateContext, listing, plural
+
+NO_CHANGES = "NO_CHANGES"
+VERIFY_FAILED = "VERIFY_FAILED"
+SOURCE_CHANGED = "SOURCE_CHANGED"
+
+
+def check_no_changes(ctx: GateContext) -> GateResult:
+    mode = Mode(ctx.task.mode)
+    paths = [c.path for c in ctx.changes]
+    if mode is not Mode.code:
+        if paths:
+            return GateResult(NO_CHANGES, False, f"mode {mode.value} must not change files: {listing(paths)}")
+        return GateResult(NO_CHANGES, True, f"no files changed, as mode {mode.value} requires")
+    if not paths:
+        return GateResult(NO_CHANGES, False, "the worker changed no files")
+    return GateResult(NO_CHANGES, True, f"{plural(len(paths), 'file')} changed")
+
+
+def check_verify(ctx: GateContext) -> GateResult:
+    summary = ctx.verification_summary.strip()
+    if ctx.verification_passed is None:
+        # Passing is right (there is nothing to fail), but nobody may read it as "verified".
+        return GateResult(VERIFY_FAILED, True, "no verify commands: nothing was checked")
+    if ctx.verification_passed:
+        return GateResult(VERIFY_FAILED, True, summary or "verification passed")
+    return GateResult(VERIFY_FAILED, False, summary or "verification failed")
+
+
+def check_source(ctx: GateContext) -> GateResult:
+    conflicts = list(dict.fromkeys(ctx.source_conflicts))
+    if conflicts:
+        return GateResult(
+            SOURCE_CHANGED,
+            False,
+            f"the user changed these paths during the run too: {listing(conflicts)}; "
+            "re-run the task on the current source",
+        )
+    return GateResult(SOURCE_CHANGED, True, ctx.source_detail.strip() or "source branch unchanged")

@@ -1,0 +1,47 @@
+"""Running every gate over one context, in a stable order, each exactly once.
+
+The order of :data:`GATE_CODES` is part of bosun's output (reports, JSON, replays list gates in it):
+cheap whole-run facts first, then where the change is, how big, what kind, and what it contains.
+A gate that raises is reported as failed with the error, never skipped: a bug in a gate must not
+let a change through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bosun.changes import GateResult
+from bosun.gates import binary, outcome, paths, secrets, size, tests_weakened
+from bosun.gates.context import GateContext
+
+Gate = Callable[[GateContext], GateResult]
+
+GATES: tuple[tuple[str, Gate], ...] = (
+    (outcome.NO_CHANGES, outcome.check_no_changes),
+    (outcome.VERIFY_FAILED, outcome.check_verify),
+    (paths.LOCKED_PATH_CHANGED, paths.check_locked),
+    (paths.OUT_OF_SCOPE, paths.check_scope),
+    (size.EXCESSIVE_DELETION, size.check_deletion),
+    (size.TOO_MANY_FILES, size.check_file_count),
+    (size.DIFF_TOO_LARGE, size.check_diff_size),
+    (binary.BINARY_CHANGE, binary.check_binary),
+    (binary.SYMLINK_CHANGE, binary.check_symlinks),
+    (secrets.SECRET_DETECTED, secrets.check_secrets),
+    (tests_weakened.TEST_WEAKENED, tests_weakened.check_tests_weakened),
+    (outcome.SOURCE_CHANGED, outcome.check_source),
+)
+GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
+
+
+def run_gates(ctx: GateContext) -> list[GateResult]:
+    """One result per gate, in :data:`GATE_CODES` order."""
+    return [_run_one(code, gate, ctx) for code, gate in GATES]
+
+
+def _run_one(code: str, gate: Gate, ctx: GateContext) -> GateResult:
+    try:
+        result = gate(ctx)
+    except Exception as exc:  # fail closed: a crashed gate has judged nothing
+        return GateResult(code, False, f"gate could not run: {type(exc).__name__}: {exc}")
+    result.code = code  # the runner, not the gate, owns the code a result is filed under
+    return result

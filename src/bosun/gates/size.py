@@ -1,0 +1,72 @@
+"""Gates on *how much* changed: lines deleted per file, number of files, size of the diff.
+
+EXCESSIVE_DELETION judges each file on its own. A file fails when
+
+1. it loses more lines than ``limits.max_deleted_lines`` (never less than 1, so a one-line fix
+   always passes, even with a limit of 0); or
+2. it loses more than half of its lines in the start commit *and* more than
+   :data:`SMALL_FILE_LINES` lines: gutting a 100-line file fails, a one-line fix in a 3-line
+   file passes; or
+3. it existed with more than :data:`SMALL_FILE_LINES` lines and is deleted whole.
+
+"Loses" counts deleted lines as git counts them, so rewriting most of a file also trips rule 2:
+wholesale rewrites are what a reviewer should look at, and a waiver exists for the rest. Rule 3 is
+implied by rule 2 but is kept, and worded, on its own because a deletion says more than a ratio.
+Binary files have no lines and are judged by BINARY_CHANGE instead.
+"""
+
+from __future__ import annotations
+
+from bosun.changes import FileChange, GateResult
+from bosun.gates.context import GateContext, listing, plural
+
+EXCESSIVE_DELETION = "EXCESSIVE_DELETION"
+TOO_MANY_FILES = "TOO_MANY_FILES"
+DIFF_TOO_LARGE = "DIFF_TOO_LARGE"
+
+# Files up to this many lines may lose any share of them: small files are cheap to review.
+SMALL_FILE_LINES = 20
+
+
+def deletion_problem(change: FileChange, base_lines: int | None, ceiling: int) -> str | None:
+    """Why this file's deletions are excessive, or None when they are not."""
+    if change.binary:
+        return None
+    deleted = change.deleted
+    if change.status[:1] == "D" and base_lines is not None:
+        deleted = max(deleted, base_lines)
+    if change.status[:1] == "D" and base_lines is not None and base_lines > SMALL_FILE_LINES:
+        return f"{change.path} (deleted, {base_lines} lines)"
+    if deleted > max(ceiling, 1):
+        return f"{change.path} ({deleted} lines deleted, limit {ceiling})"
+    if base_lines and deleted > SMALL_FILE_LINES and deleted * 2 > base_lines:
+        return f"{change.path} ({deleted} of {base_lines} lines deleted)"
+    return None
+
+
+def check_deletion(ctx: GateContext) -> GateResult:
+    ceiling = ctx.task.limits.max_deleted_lines
+    problems = []
+    for change in ctx.changes:
+        base = ctx.base_line_count(change.old_path or change.path)
+        problem = deletion_problem(change, base, ceiling)
+        if problem:
+            problems.append(problem)
+    if problems:
+        return GateResult(EXCESSIVE_DELETION, False, f"too much deleted: {listing(problems)}")
+    total = sum(c.deleted for c in ctx.changes)
+    return GateResult(EXCESSIVE_DELETION, True, f"{plural(total, 'line')} deleted, none excessive")
+
+
+def check_file_count(ctx: GateContext) -> GateResult:
+    n, limit = len(ctx.changes), ctx.task.limits.max_files
+    if n > limit:
+        return GateResult(TOO_MANY_FILES, False, f"{plural(n, 'file')} changed, limit {limit}")
+    return GateResult(TOO_MANY_FILES, True, f"{plural(n, 'file')} changed, limit {limit}")
+
+
+def check_diff_size(ctx: GateContext) -> GateResult:
+    n, limit = len(ctx.diff), ctx.task.limits.max_diff_bytes
+    if n > limit:
+        return GateResult(DIFF_TOO_LARGE, False, f"diff is {n:,} bytes, limit {limit:,}")
+    return GateResult(DIFF_TOO_LARGE, True, f"diff is {n:,} bytes, limit {limit:,}")

@@ -1,0 +1,151 @@
+"""SECRET_DETECTED: known key formats and real-looking assignments in added lines, never echoed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bosun.changes import FileChange
+from bosun.contract import TaskContract
+from bosun.gates import GateContext
+from bosun.gates.secrets import check_secrets, scan_line
+
+# Realistic shapes, assembled so this file does not itself look like it leaks keys.
+AWS = "AKIA" + "Z7Q3L9W2X8V4B6N1"
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijKLMNOP"
+OPENAI = "sk-proj-" + "Tq8vN3kLm2Xw9Rz4Yp7Hs6Jd1Fb5Gc0"
+ANTHROPIC = "sk-ant-" + "api03-Zk4nQ8vB2mX7wR1tY9pL3sD6hJ0fG5cA"
+SLACK = "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKl"
+GOOGLE = "AIza" + "SyD3kF9mQ2xW7vB1nL8pR4tY6hJ0cZ5gA-s"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PW_VALUE = "Tr0ub4dor&3x"
+BEGIN = "-----" + "BEGIN "
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (f'AWS_ACCESS_KEY_ID = "{AWS}"', "AWS access key id"),
+        (f"token = '{GITHUB}'", "GitHub token"),
+        (f"GH={GITHUB_PAT}", "GitHub token"),
+        (f'client = OpenAI(api_key="{OPENAI}")', "OpenAI API key"),
+        (f'key = "{ANTHROPIC}"', "Anthropic API key"),
+        (f"slack: {SLACK}", "Slack token"),
+        (f'const key = "{GOOGLE}";', "Google API key"),
+        (f"stripe.api_key = '{STRIPE}'", "Stripe live key"),
+        (f"{BEGIN}OPENSSH PRIVATE KEY-----", "private key block"),
+        (f"{BEGIN}RSA PRIVATE KEY-----", "private key block"),
+        (f"Authorization: Bearer {JWT}", "JWT"),
+    ],
+)
+def test_known_formats(line: str, kind: str) -> None:
+    assert scan_line(line, "src/app.py") == [kind]
+
+
+@pytest.mark.parametrize(
+    ("line", "path", "kind"),
+    [
+        (f'api_key = "{PW_VALUE}"', "src/app.py", "hardcoded API key"),
+        (f"password: str = '{PW_VALUE}'", "src/app.py", "hardcoded password"),
+        (f'"password": "{PW_VALUE}",', "config/app.json", "hardcoded password"),
+        (f"  token: '{PW_VALUE}'", "deploy/values.yaml", "hardcoded token"),
+        ("SECRET_KEY=9f8e7d6c5b4a3210ff", "deploy/prod.env", "hardcoded secret"),
+        (f"db_password = {PW_VALUE}", "settings.ini", "hardcoded password"),
+        (f'login(user="bob", password="{PW_VALUE}")', "src/app.py", "hardcoded password"),
+        (f"client_secret => '{PW_VALUE}'", "app.rb", "hardcoded client secret"),
+    ],
+)
+def test_real_looking_assignments(line: str, path: str, kind: str) -> None:
+    assert scan_line(line, path) == [kind]
+
+
+@pytest.mark.parametrize(
+    ("line", "path"),
+    [
+        ('api_key = ""', "src/app.py"),
+        ('api_key = "changeme"', "src/app.py"),
+        ('password = "xxxxxxxxxxxx"', "src/app.py"),
+        ('api_key = "<your-api-key>"', "src/app.py"),
+        ('token = "${GITHUB_TOKEN}"', "src/app.py"),
+        ("token: ${{ secrets.GITHUB_TOKEN }}", ".github/workflows/ci.yml"),
+        ('api_key = os.environ["OPENAI_API_KEY"]', "src/app.py"),
+        ('password = os.getenv("DB_PASSWORD")', "src/app.py"),
+        ("password = get_password()", "settings.cfg"),
+        ("api_key = settings.api_key", "src/app.py"),
+        ('api_key = "your-api-key"', "README.md"),
+        ('secret = "example-secret-value"', "src/app.py"),
+        ('password = "dummy-password"', "tests/test_app.py"),
+        ('token = "test-token-123"', "tests/test_app.py"),
+        ('password = "placeholder"', "src/app.py"),
+        ('password = "********"', "src/app.py"),
+        ("token = process.env.TOKEN", "web/app.js"),
+        ('auth_token = f"Bearer {token}"', "src/app.py"),
+        ("api_key: OPENAI_API_KEY", "config.yaml"),
+        ('if password == "hunter2hunter2":', "src/app.py"),
+        ('tokenizer = "bert-base-uncased"', "src/app.py"),
+        ("max_tokens = 4096", "config.toml"),
+        ('password = "correct horse battery staple"', "docs/guide.py"),
+        ("key = AKIAIOSFODNN7EXAMPLE", "docs/aws.md"),
+        ('openai_key = "sk-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"', "docs/setup.md"),
+        ("pip install scikit-learn sk-learn-model-selection-tools", "notes.txt"),
+        ("model.fit(x, y)  # the token count", "src/train.py"),
+    ],
+)
+def test_placeholders_and_expressions_are_not_secrets(line: str, path: str) -> None:
+    assert scan_line(line, path) == []
+
+
+def _ctx(diff: str) -> GateContext:
+    return GateContext(
+        task=TaskContract(title="t", prompt="p"),
+        changes=[FileChange(path="src/settings.py", status="M", added=2, deleted=1)],
+        diff=diff.encode(),
+        locked=[],
+        base_line_count=lambda p: 3,
+        base_text=lambda p: None,
+        new_text=lambda p: None,
+        verification_passed=True,
+    )
+
+
+def test_gate_reports_path_line_and_kind_but_never_the_value() -> None:
+    diff = (
+        "diff --git a/src/settings.py b/src/settings.py\n"
+        "index 1111111..2222222 100644\n"
+        "--- a/src/settings.py\n"
+        "+++ b/src/settings.py\n"
+        "@@ -10,3 +10,4 @@ import os\n"
+        " DEBUG = False\n"
+        '-API_KEY = os.environ["API_KEY"]\n'
+        f'+API_KEY = "{OPENAI}"\n'
+        f'+DB_PASSWORD = "{PW_VALUE}"\n'
+        " ALLOWED_HOSTS = []\n"
+    )
+    result = check_secrets(_ctx(diff))
+    assert not result.ok
+    assert result.code == "SECRET_DETECTED"
+    assert "src/settings.py:11 (OpenAI API key)" in result.detail
+    assert "src/settings.py:12 (hardcoded password)" in result.detail
+    for secret in (OPENAI, PW_VALUE, OPENAI[8:20], PW_VALUE[:6]):
+        assert secret not in result.detail
+
+
+def test_removed_and_context_lines_are_not_scanned() -> None:
+    diff = (
+        "diff --git a/src/settings.py b/src/settings.py\n"
+        "--- a/src/settings.py\n"
+        "+++ b/src/settings.py\n"
+        "@@ -1,3 +1,3 @@\n"
+        f'-API_KEY = "{OPENAI}"\n'
+        '+API_KEY = os.environ["API_KEY"]\n'
+        f' DB_PASSWORD = "{PW_VALUE}"\n'
+        " x = 1\n"
+    )
+    result = check_secrets(_ctx(diff))
+    assert result.ok and result.detail == "no secrets in the added lines of 1 file"
+
+
+def test_binary_files_are_skipped() -> None:
+    diff = "diff --git a/k.bin b/k.bin\nnew file mode 100644\nBinary files /dev/null and b/k.bin differ\n"
+    assert check_secrets(_ctx(diff)).ok

@@ -42,7 +42,7 @@ def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str],
         moved = {p for p in out.split("\0") if p}
         detail = f"source branch moved {base[:10]} -> {head[:10]} ({len(moved)} files), no overlap"
     before = run["data"].get("uncommitted_at_start") or {}
-    now = user_state(repo).get("uncommitted", {})
+    now = user_state(repo).get("paths", {})
     touched = {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
     if touched:
         detail += f"; {len(touched)} uncommitted file(s) changed during the run, no overlap"

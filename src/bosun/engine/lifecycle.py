@@ -100,7 +100,7 @@ def prepare(
             "mode": task.mode.value,
             "task_source": task_source,
             "source_head_at_start": head,
-            "uncommitted_at_start": state_at_start.get("uncommitted", {}),
+            "uncommitted_at_start": state_at_start.get("paths", {}),
             "routing": choice.to_dict(),
         },
     }

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ FORMAT_VERSION = 1
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
+    import tempfile  # lazily: it pulls in `random`, and read-only CLI paths never write
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 
-
 M001_RUNS = """
         CREATE TABLE runs (
             id TEXT PRIMARY KEY,

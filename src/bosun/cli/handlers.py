@@ -259,6 +259,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.replay_command != "serve":
         raise BadInput("usage: bosun replay serve --script S.yaml [--port P]", "see `bosun replay serve --help`")
-    from bosun.replay.server import serve_cli
+    from bosun.replay.serve import serve_forever
 
-    return serve_cli(args.script, port=args.port, root=args.root, log_path=args.log)
+    return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log)

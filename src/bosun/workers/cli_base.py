@@ -141,3 +141,36 @@ def note_error(st: ParseState, message: str, error_class: ErrorClass | None = No
     if ra:
         st.retry_after_s = ra
     return ev_error(message, cls, retry_after_s=ra)
+
+
+def resolve_binary(profile_binary: str | None, default_name: str) -> str | None:
+    """The CLI to run: the profile's ``binary`` (a path or a name on PATH), else ``default_name``."""
+    import shutil
+    from pathlib import Path
+
+    name = profile_binary or default_name
+    if "/" in name:
+        return name if Path(name).exists() else None
+    return shutil.which(name)
+
+
+def cli_version(binary: str, args: tuple[str, ...] = ("--version",), timeout: float = 20.0) -> str | None:
+    """First version-looking token the CLI prints, or None when it cannot be run."""
+    import re
+
+    from bosun.proc import run_quick
+
+    try:
+        res = run_quick([binary, *args], timeout=timeout)
+    except (OSError, TimeoutError, Exception):  # noqa: BLE001 - a broken CLI is reported by doctor, not raised
+        return None
+    m = re.search(r"\d+\.\d+\.\d+[\w.-]*", res.stdout + res.stderr)
+    return m.group(0) if m else None
+
+
+def version_tuple(v: str | None) -> tuple[int, ...]:
+    import re
+
+    if not v:
+        return ()
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])

@@ -262,3 +262,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from bosun.replay.serve import serve_forever
 
     return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from bosun.cli.plan_cli import run_plan_command
+
+    return run_plan_command(args)

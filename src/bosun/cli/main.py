@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("demo", "run the whole loop on a sample repo with a scripted model (no network, no key)")
     p.add_argument("--keep", action="store_true", help="keep the sample repo and bosun home afterwards")
 
+    from bosun.cli.plan_cli import add_plan_parser
+
+    add_plan_parser(sub)
+
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")
     rp = rsub.add_parser("serve", help="serve a script on 127.0.0.1 (OpenAI, Responses, Anthropic, Gemini APIs)")

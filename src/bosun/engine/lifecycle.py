@@ -56,8 +56,13 @@ def prepare(
     wait: bool = False,
     plan_id: str | None = None,
     task_source: str | None = None,
+    carry_uncommitted: bool = True,
 ) -> dict[str, Any]:
-    """Validate everything, then create the run, its snapshot and its worktree."""
+    """Validate everything, then create the run, its snapshot and its worktree.
+
+    ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
+    tasks start from the integration branch, which already holds the user's snapshot).
+    """
     from bosun.engine.routing import choose_profile
     from bosun.isolation import git as g
     from bosun.isolation.snapshot import is_dirty, snapshot_commit, user_state
@@ -78,7 +83,8 @@ def prepare(
     scratch.mkdir(parents=True, exist_ok=True)
 
     # The user's uncommitted work only makes sense on top of their HEAD.
-    snapshot = snapshot_commit(repo, base, scratch) if base == head and is_dirty(repo) else None
+    carry = carry_uncommitted and base == head
+    snapshot = snapshot_commit(repo, base, scratch) if carry and is_dirty(repo) else None
     start = snapshot or base
     state_at_start = user_state(repo)
 

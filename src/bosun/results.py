@@ -40,6 +40,16 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
         "error": error if error is not None else data.get("error"),
         "run_dir": str(rdir),
     }
+    review = read_json(rdir / "review.json", None)
+    if review is not None:
+        rep = review.get("report") or {}
+        result["review"] = {
+            "escalate": review.get("review_escalate"),
+            "reasons": review.get("reasons", []),
+            "summary": rep.get("summary"),
+            "criteria": rep.get("criteria", []),
+            "findings": rep.get("findings", []),
+        }
     if not brief:
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.get("worker") or {}).get("final_text")

@@ -144,5 +144,34 @@ def mode_revise() -> None:
         Path("src/calc.py").write_text(Path("src/calc.py").read_text() + "\n# half done\n")
 
 
+def _review(variant: str) -> None:
+    import re
+
+    prompt = sys.stdin.read()
+    digest = re.search(r"diff sha256 ([0-9a-f]{64})", prompt).group(1)
+    report = {
+        "diff_sha256": digest,
+        "criteria": [{"criterion": "add() adds", "status": "met", "evidence": ["src/calc.py:2"]}],
+        "findings": [{"severity": "P3", "title": "could add a docstring", "path": "src/calc.py", "line": 1}],
+        "summary": "add() now adds; tests pass.",
+    }
+    if variant == "bad_hash":
+        report["diff_sha256"] = "0" * 64
+    elif variant == "p1":
+        report["findings"].append({"severity": "P1", "title": "overflow not handled", "path": "src/calc.py", "line": 2})
+    elif variant == "fake_line":
+        report["criteria"][0]["evidence"] = ["src/calc.py:999", "src/nope.py:3"]
+    print("Here is my review:")
+    print(json.dumps(report))
+
+
+def mode_reviewed() -> None:
+    variant = os.environ.get("REVIEW_VARIANT", "ok")
+    if os.environ.get("BOSUN_MODE") == "review":
+        _review(variant)
+    else:
+        mode_fix()
+
+
 if __name__ == "__main__":
     globals()["mode_" + sys.argv[1]]()

@@ -95,7 +95,11 @@ def run_attempts(
     resume: str | None = None,
     profile_name: str | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    prompt_override: str | None = None,
+    fresh_session: bool = False,
 ) -> Outcome:
+    """Run the worker, walking the fallback chain. ``prompt_override`` with ``fresh_session`` is a
+    one-off turn on exactly this profile (self-review)."""
     from bosun.isolation.guard import install_guard
     from bosun.workers.registry import get_worker
 
@@ -112,7 +116,7 @@ def run_attempts(
     first = settings.profile(profile_name or run["profile"])
     cooling = set(store.cooldowns())
     # A resumed session belongs to the profile that created it: no fallbacks across sessions.
-    chain = [first] if resume else fallback_chain(settings, first, cooling - {first.name})
+    chain = [first] if resume or fresh_session else fallback_chain(settings, first, cooling - {first.name})
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -140,13 +144,13 @@ def run_attempts(
                 task=task,
                 task_file=task_file,
                 profile=profile,
-                prompt=resume if resume else render_prompt(task),
+                prompt=prompt_override or resume or render_prompt(task),
                 env=worker_env(profile, home, tmp, guard_env),
                 emit=emit,
                 timeout_s=task.timeout_s or profile.timeout_s,
                 idle_timeout_s=profile.idle_timeout_s,
                 max_steps=profile.max_steps,
-                resume_session=run.get("session_id") if resume else None,
+                resume_session=run.get("session_id") if resume and not fresh_session else None,
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),

@@ -250,6 +250,8 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     gates = evaluate(run, task, settings, diff, changes, verification)
     if drift:
         gates.append(_drift_gate())
+    if all(g.ok for g in gates) and task.mode == Mode.code:
+        gates.extend(_self_review(ctx, run, task, diff, digest, verification))
     record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in gates], "diff_sha256": digest})
     ctx.store.update_run(run_id, diff_sha256=digest, files_changed=len(changes))
     ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates))
@@ -268,6 +270,24 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
         ctx.store.merge_data(run_id, error=None)
         ctx.store.transition(run_id, S.WORKED, S.VERIFIED, "verification passed, all gates green")
     return ctx.store.require_run(run_id)
+
+
+def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
+                 verification: dict[str, Any]) -> list[Any]:
+    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate;
+    an escalation is recorded for the parent but does not reject the run by itself."""
+    from bosun.changes import GateResult
+    from bosun.engine.self_review import run_self_review
+
+    judged = run_self_review(ctx, run, task, diff, digest, verification)
+    if judged is None:
+        return []
+    ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
+                         review_usage=judged.get("usage"))
+    after, _ = compute_change(run)
+    if hashlib.sha256(after).hexdigest() != digest:
+        return [GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree")]
+    return []
 
 
 def _drift_gate() -> Any:

@@ -1,0 +1,158 @@
+"""Self-review: a second, read-only worker turn that checks the change against the acceptance criteria.
+
+The reviewer gets the diff, bosun's verification results and the criteria, and must answer with one
+compact JSON object. bosun does not trust it either: the reviewed diff hash must match, every
+``path:line`` it cites must exist on disk, and an unmet criterion or an open P0..P2 finding sets
+``review_escalate`` with the reason. The parent reads this report instead of the diff. Skipped when
+the diff is small: reading it is then cheaper than a review.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from bosun.contract import Mode, TaskContract
+
+DEFAULT_MIN_DIFF_LINES = 40
+REVIEW_FILE = "review.json"
+
+PROMPT = """You are reviewing a change made by another engineer. Do not change any file.
+
+## Task
+{title}
+
+{prompt}
+
+## Acceptance criteria
+{criteria}
+
+## Verification bosun ran itself
+{verification}
+
+## The change (diff sha256 {digest})
+```diff
+{diff}
+```
+
+Check every criterion against the code in this repository. Answer with ONE JSON object and nothing else:
+{{"diff_sha256": "{digest}",
+ "criteria": [{{"criterion": "...", "status": "met" | "unmet" | "uncertain", "evidence": ["path:line", ...]}}],
+ "findings": [{{"severity": "P0" | "P1" | "P2" | "P3", "title": "...", "path": "...", "line": 1}}],
+ "summary": "one sentence"}}
+"""
+
+_CITE_RE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+)(?:-\d+)?$")
+
+
+def build_prompt(task: TaskContract, diff: str, digest: str, verification: dict[str, Any], max_diff: int = 60000) -> str:
+    cmds = verification.get("commands", [])
+    ver = "\n".join(f"- {' '.join(c['argv'])}: exit {c['exit_code']}" for c in cmds) or "- none"
+    crit = "\n".join(f"- {c}" for c in task.acceptance) or "- the task is done as the prompt says"
+    if len(diff) > max_diff:
+        diff = diff[:max_diff] + "\n[... diff truncated ...]"
+    return PROMPT.format(title=task.title, prompt=task.prompt.strip(), criteria=crit, verification=ver,
+                         digest=digest, diff=diff)
+
+
+def extract_json(text: str | None) -> dict[str, Any] | None:
+    """The last top-level JSON object in the reviewer's answer (models wrap it in prose or fences)."""
+    if not text:
+        return None
+    decoder = json.JSONDecoder()
+    found = None
+    i = text.find("{")
+    while i >= 0:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            found = obj
+        i = text.find("{", end)  # skip the object's insides: nested objects are not reports
+    return found
+
+
+def check_citation(worktree: Path, cite: str) -> str | None:
+    """None when ``path:line`` exists in the worktree, else the problem."""
+    m = _CITE_RE.match(str(cite).strip())
+    if not m:
+        return f"{cite!r} is not path:line"
+    path, line = m.group("path"), int(m.group("line"))
+    target = (worktree / path).resolve()
+    if worktree.resolve() not in target.parents or not target.is_file():
+        return f"{path} does not exist"
+    count = len(target.read_text("utf-8", "replace").splitlines())
+    if not 1 <= line <= count:
+        return f"{path}:{line} is out of range ({count} lines)"
+    return None
+
+
+def validate_report(report: dict[str, Any] | None, digest: str, task: TaskContract, worktree: Path) -> dict[str, Any]:
+    """Judge the reviewer's report; returns it with ``review_escalate`` and ``reasons``."""
+    reasons: list[str] = []
+    if report is None:
+        return {"review_escalate": True, "reasons": ["the reviewer did not return a JSON report"], "report": None}
+    if report.get("diff_sha256") != digest:
+        reasons.append(f"the report reviewed diff {str(report.get('diff_sha256'))[:12]}, not {digest[:12]}")
+    criteria = report.get("criteria") or []
+    statuses = {str(c.get("criterion", "")): str(c.get("status", "")).lower() for c in criteria if isinstance(c, dict)}
+    for crit in task.acceptance:
+        status = statuses.get(crit)
+        if status is None:
+            reasons.append(f"criterion not assessed: {crit}")
+        elif status != "met":
+            reasons.append(f"criterion {status}: {crit}")
+    bad_cites = []
+    for c in criteria:
+        for cite in (c.get("evidence") or []) if isinstance(c, dict) else []:
+            problem = check_citation(worktree, cite)
+            if problem:
+                bad_cites.append(problem)
+    for f in report.get("findings") or []:
+        if not isinstance(f, dict):
+            continue
+        sev = str(f.get("severity", "")).upper()
+        if sev in ("P0", "P1", "P2"):
+            reasons.append(f"{sev} finding: {f.get('title', '')}")
+        if f.get("path"):
+            problem = check_citation(worktree, f"{f['path']}:{f.get('line', 1)}")
+            if problem:
+                bad_cites.append(problem)
+    if bad_cites:
+        reasons.append("made-up evidence: " + "; ".join(bad_cites[:5]))
+    return {"review_escalate": bool(reasons), "reasons": reasons, "report": report, "invalid_citations": bad_cites}
+
+
+def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
+    changed = sum(1 for ln in diff_text.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+    return bool(profile.self_review) and changed >= min_lines
+
+
+def run_self_review(ctx: Any, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
+                    verification: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the review turn if the profile asks for it and the diff is big enough; record review.json."""
+    from bosun.engine import record
+    from bosun.engine.attempts import run_attempts
+
+    settings = ctx.settings(Path(run["repo"]))
+    profile = settings.profile(run["profile"])
+    text = diff.decode("utf-8", "replace")
+    if not should_review(profile, text, settings.self_review_min_diff_lines):
+        return None
+    review_task = task.model_copy(update={"mode": Mode.review})
+    prompt = build_prompt(task, text, digest, verification)
+    outcome = run_attempts(ctx, settings, run, review_task, resume=None, profile_name=profile.name,
+                           prompt_override=prompt, fresh_session=True)
+    if outcome.result.ok:
+        judged = validate_report(extract_json(outcome.result.final_text), digest, task, Path(run["worktree"]))
+    else:
+        judged = {"review_escalate": True, "reasons": [f"the review turn failed: {outcome.result.error_message}"],
+                  "report": None}
+    judged["usage"] = outcome.usage.to_dict()
+    judged["diff_sha256"] = digest
+    record.write_doc(run["id"], REVIEW_FILE, judged)
+    return judged

@@ -184,10 +184,38 @@ def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = N
         return Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        sources = ", ".join(src for src, layer in layers if layer)
+        parts = [str(p) for p in err.get("loc", ())]
+        loc = ".".join(parts)
+        where = _locate(parts, layers) or "in " + ", ".join(src for src, layer in layers if layer)
         if err.get("type") == "extra_forbidden":
-            msg = f"unknown config key {loc!r} (in {sources})"
+            msg = f"unknown config key {loc!r} ({where})"
+            hint = "docs/configuration.md lists every key; check the spelling"
         else:
-            msg = f"config {loc}: {err.get('msg')} (in {sources})"
-        raise BadInput(msg, "docs/configuration.md lists every key", code="BAD_CONFIG") from None
+            msg = f"config {loc}: {err.get('msg')} ({where})"
+            hint = "docs/configuration.md describes every key and its allowed values"
+        raise BadInput(msg, hint, code="BAD_CONFIG") from None
+
+
+def _locate(parts: list[str], layers: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """``file:line`` of the offending key, searched in the highest-precedence file that sets it."""
+    import re
+
+    key = next((p for p in reversed(parts) if not p.isdigit()), None)
+    if key is None:
+        return None
+    table = ".".join(parts[:-1]) if len(parts) > 1 else None
+    for source, layer in reversed(layers):
+        path = Path(source)
+        if not layer or not path.is_file():
+            continue
+        current = None
+        for no, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            header = re.match(r"\s*\[+\s*([^\]]+?)\s*\]+", line)
+            if header:
+                current = header.group(1).strip()
+                continue
+            if re.match(rf"\s*{re.escape(key)}\s*=", line) and (table is None or current == table or current is None):
+                return f"{source}:{no}"
+            if current == ".".join(parts) or (current and current.endswith("." + key)):
+                return f"{source}:{no - 1 if no > 1 else no}"
+    return None

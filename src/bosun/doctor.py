@@ -65,10 +65,47 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
         report["config_error"] = {"message": exc.message, "hint": exc.hint}
         return report
     names = [only] if only else sorted(settings.profiles)
-    for name in names:
-        report["profiles"].append(_check_profile(settings, name, probe))
-    report["adapters"] = sorted(ADAPTERS)
+    if only:
+        settings.profile(only)  # unknown profile: a clear error
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Version checks start each CLI once (Node start-up): do them side by side.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        profiles = pool.map(lambda n: _check_profile(settings, n, probe), names)
+        adapters = pool.map(_check_adapter, sorted(ADAPTERS))
+        report["profiles"] = list(profiles)
+        report["adapters"] = list(adapters)
     return report
+
+
+def _check_adapter(name: str) -> dict[str, Any]:
+    from bosun.config import Profile
+    from bosun.workers.registry import get_worker
+
+    try:
+        info = get_worker(name).describe(Profile(name=f"({name})", adapter=name))  # type: ignore[arg-type]
+    except BosunError as exc:
+        return {"adapter": name, "available": False, "problems": [exc.message]}
+    needs_cli = name not in ("command", "native")
+    return {
+        "adapter": name,
+        "available": True,
+        "cli_found": bool(info.binary) if needs_cli else None,
+        "binary": info.binary,
+        "version": info.version,
+        "min_version": info.min_version,
+        "version_ok": _version_ok(info.version, info.min_version),
+        "enforces": info.enforces,
+        "cannot_enforce": info.cannot_enforce,
+    }
+
+
+def _version_ok(version: str | None, minimum: str | None) -> bool | None:
+    from bosun.workers.cli_base import version_tuple
+
+    if not version or not minimum:
+        return None
+    return version_tuple(version) >= version_tuple(minimum)
 
 
 def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
@@ -83,6 +120,20 @@ def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
     out(f"git: {report['git'] or 'NOT FOUND (bosun needs git)'}\n")
     if report["config_error"]:
         out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
+    out("adapters:\n")
+    for a in report["adapters"]:
+        if not a.get("available"):
+            out(f"  {a['adapter']:<9} not available in this build\n")
+            continue
+        if a.get("cli_found") is None:
+            out(f"  {a['adapter']:<9} built in\n")
+        elif a["cli_found"]:
+            warn = "" if a.get("version_ok") is not False else f"  (older than the minimum {a['min_version']})"
+            out(f"  {a['adapter']:<9} {a['binary']} {a.get('version') or '?'}{warn}\n")
+        else:
+            out(f"  {a['adapter']:<9} CLI not found (supported from {a.get('min_version') or '?'})\n")
+        for rule in a.get("cannot_enforce", []):
+            out(f"            cannot enforce: {rule}\n")
     if not report["profiles"] and not report["config_error"]:
         out("profiles: none configured; add [profiles.NAME] to bosun.toml (see README)\n")
     for p in report["profiles"]:
@@ -93,8 +144,6 @@ def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
         if p.get("binary"):
             ver = f" {p['version']}" if p.get("version") else ""
             out(f"  cli: {p['binary']}{ver}" + (f" (min {p['min_version']})" if p.get("min_version") else "") + "\n")
-        for rule in p.get("cannot_enforce", []):
-            out(f"  cannot enforce: {rule}\n")
     return EXIT_OK if ok else EXIT_ERROR
 
 

@@ -125,3 +125,19 @@ def test_demo_runs(tmp_path):
     assert "scripted replay" in out.stdout
     assert "state: reported" in out.stdout
     assert "Bosun-Run:" in out.stdout
+
+
+def test_profile_in_cooldown_is_skipped_on_the_next_run(cli, repo, task_file):
+    with ReplayServer([{"fault": 429, "retry_after": 600}]) as bad, ReplayServer(FIX + FIX) as good:
+        add_profile(repo, "first", bad.base_url("openai"), fallbacks='["second"]')
+        add_profile(repo, "second", good.base_url("openai"))
+        code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "first", "--json")
+        assert res["profile"] == "second"
+        cli("discard", res["id"], "--json")
+        requests_before = len(bad.requests)
+        code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "first", "--json")
+        assert code == 0 and res["profile"] == "second"
+        assert len(bad.requests) == requests_before  # the cooling profile was not even tried
+    from bosun.store.db import open_store
+
+    assert [a["profile"] for a in open_store().attempts(res["id"])] == ["second"]

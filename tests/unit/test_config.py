@@ -41,3 +41,14 @@ def test_unknown_profile_lists_known(tmp_path):
     with pytest.raises(BadInput) as exc:
         load_settings(tmp_path).profile("nope")
     assert "cheap" in exc.value.message
+
+
+def test_errors_name_the_file_and_line(tmp_path):
+    (tmp_path / "bosun.toml").write_text('default_profile = "a"\n\n[profiles.a]\nadapter = "command"\ntimeout = 5\n')
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert "bosun.toml:5" in exc.value.message and "timeout" in exc.value.message
+    (tmp_path / "bosun.toml").write_text('[profiles.a]\nadapter = "nosuch"\n')
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert "bosun.toml:2" in exc.value.message

@@ -45,6 +45,9 @@ class Outcome:
 
 
 def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> list[Profile]:
+    """``first`` and its fallbacks (transitively), skipping profiles in cooldown. ``first`` itself is
+    skipped only when it is cooling down and some fallback is not: a known rate limit is not worth
+    another attempt, but with nothing else to try it is."""
     chain, seen = [first], {first.name}
     queue = list(first.fallbacks)
     while queue:
@@ -57,6 +60,8 @@ def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> lis
             continue
         chain.append(prof)
         queue.extend(prof.fallbacks)
+    if first.name in cooling and len(chain) > 1:
+        chain.pop(0)
     return chain
 
 
@@ -116,7 +121,10 @@ def run_attempts(
     first = settings.profile(profile_name or run["profile"])
     cooling = set(store.cooldowns())
     # A resumed session belongs to the profile that created it: no fallbacks across sessions.
-    chain = [first] if resume or fresh_session else fallback_chain(settings, first, cooling - {first.name})
+    chain = [first] if resume or fresh_session else fallback_chain(settings, first, cooling)
+    if chain[0].name != first.name:
+        emit(ev_message(f"profile {first.name} is in cooldown ({store.cooldowns()[first.name]['reason'][:120]}); "
+                        f"starting with {chain[0].name}", role="system"))
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None

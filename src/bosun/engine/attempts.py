@@ -32,6 +32,7 @@ from bosun.workers.base import (
 )
 
 DEFAULT_COOLDOWN_S = 15 * 60
+MESSAGE_BUDGET_BYTES = 4_000_000
 
 
 @dataclass
@@ -113,7 +114,16 @@ def run_attempts(
     rdir = paths.run_dir(run_id)
     log = record.EventLog(rdir / record.EVENTS)
 
+    budget = {"bytes": 0, "dropped": 0}
+
     def emit(ev: dict[str, Any]) -> None:
+        # A chatty worker must not fill the disk: plain output beyond the budget is counted, not kept.
+        # Structured events (tool calls, usage, errors, sessions) are always recorded.
+        if ev.get("type") == "message":
+            budget["bytes"] += len(str(ev.get("text", "")))
+            if budget["bytes"] > MESSAGE_BUDGET_BYTES:
+                budget["dropped"] += 1
+                return
         full = log.append(ev)
         if on_event is not None:
             on_event(full)
@@ -192,6 +202,9 @@ def run_attempts(
         if index + 1 < len(chain):
             emit(ev_message(f"{profile.name} failed ({result.error_class.value}); falling back", role="system"))
     assert outcome is not None
+    if budget["dropped"]:
+        log.append(ev_message(f"{budget['dropped']} further output lines were not recorded "
+                              f"(over {MESSAGE_BUDGET_BYTES // 1_000_000} MB of plain output)", role="system"))
     if not outcome.hint and not outcome.result.ok:
         outcome.hint = _failure_hint(outcome.result, len(chain))
     _clear_tmp(rdir / "tmp")

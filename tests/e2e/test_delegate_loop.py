@@ -248,3 +248,15 @@ def test_source_changed_during_the_run_is_a_red_gate(cli, repo, task_file):
     assert code == 3
     assert gate(res, "SOURCE_CHANGED")["ok"] is False
     assert "src/calc.py" in gate(res, "SOURCE_CHANGED")["detail"]
+
+
+def test_waived_gate_lets_a_run_land_and_is_marked(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", limits={"max_files": 1}, locked=[])
+    code, res = delegate(cli, repo, task, "--profile", "edit_locked")  # fix + a test tweak: 2 files
+    assert code == 3 and gate(res, "TOO_MANY_FILES")["ok"] is False
+    code, res = cli("approve", res["id"], "--waive", "too_many_files", "--reason", "the test tweak is a comment", "--json")
+    assert code == 0, res
+    waived = gate(res, "TOO_MANY_FILES")
+    assert waived["waived"] is True
+    code, res = cli("integrate", res["id"], "--json")
+    assert code == 0 and res["state"] == "integrated"

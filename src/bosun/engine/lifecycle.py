@@ -355,6 +355,8 @@ def approve(
                 "run `bosun verify` again; only the verified diff can be approved",
                 code="DIFF_CHANGED",
             )
+        if waivers:
+            _mark_waived(run_id, gates_doc, waivers)
         ctx.store.merge_data(
             run_id,
             waivers=[{"code": c, "reason": r} for c, r in waivers.items()],
@@ -364,6 +366,14 @@ def approve(
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
         return ctx.store.require_run(run_id)
+
+
+def _mark_waived(run_id: str, gates_doc: dict[str, Any], waivers: dict[str, str]) -> None:
+    for g in gates_doc.get("gates", []):
+        if g["code"] in waivers and not g["ok"]:
+            g["waived"] = True
+            g["waiver_reason"] = waivers[g["code"]]
+    record.write_doc(run_id, record.GATES, gates_doc)
 
 
 # ---------------------------------------------------------------------------------------------

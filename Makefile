@@ -17,7 +17,7 @@ demo: $(STAMP)
 # The whole suite, end-to-end tests through the real worker CLIs included.
 test: $(STAMP)
 	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
-	 $(BIN)/ruff check src tests bench && \
+	 $(BIN)/ruff check src tests bench && $(BIN)/mypy src && \
 	 $(BIN)/pytest -n 2 -q $(PYTEST_ARGS)
 
 # Unit tests only (no worker CLIs needed).

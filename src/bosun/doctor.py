@@ -171,11 +171,11 @@ def list_workers(repo: Path, as_json: bool) -> int:
         sys.stdout.write(json.dumps({"workers": rows}) + "\n")
         return EXIT_OK
     for r in rows:
-        cd = ""
+        note = ""
         if r["cooldown_until"]:
-            cd = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
+            note = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
         rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
-        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} ok {rate}{cd}"
+        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} ok {rate}{note}"
         sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
     if not rows:
         sys.stdout.write("no profiles configured\n")

@@ -95,7 +95,8 @@ def _checkout_for_reverify(run: dict[str, Any], merged: str, scratch: Path) -> s
     repo = Path(run["repo"])
     target = merged
     if run["data"].get("snapshot"):
-        snap_patch = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
+        raw = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
+        snap_patch = raw if isinstance(raw, bytes) else raw.encode()
         if snap_patch:
             try:
                 target = apply_patch_to_commit(

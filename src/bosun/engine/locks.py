@@ -41,7 +41,9 @@ def read_owner(run_id: str) -> dict[str, Any] | None:
 
 
 def owner_alive(owner: dict[str, Any] | None) -> bool:
-    return bool(owner) and pid_alive(int(owner["pid"]), owner.get("start"))  # type: ignore[index]
+    if not owner:
+        return False
+    return pid_alive(int(owner["pid"]), owner.get("start"))
 
 
 @contextmanager

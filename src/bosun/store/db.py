@@ -85,7 +85,8 @@ class Store:
         self, state: str | None = None, limit: int = 50, search: str | None = None, plan_id: str | None = None
     ) -> list[dict[str, Any]]:
         sql = "SELECT * FROM runs"
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if state:
             where.append("state = ?")
             args.append(state)

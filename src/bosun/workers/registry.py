@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from bosun.errors import BadInput
 from bosun.workers.base import Worker

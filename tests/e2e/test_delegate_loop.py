@@ -260,3 +260,18 @@ def test_waived_gate_lets_a_run_land_and_is_marked(cli, repo, tmp_path):
     assert waived["waived"] is True
     code, res = cli("integrate", res["id"], "--json")
     assert code == 0 and res["state"] == "integrated"
+
+
+def test_explore_mode_answers_without_changes(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", mode="explore", verify=[], prompt="Where is add() defined?")
+    code, res = delegate(cli, repo, task, "--profile", "noop", "--auto-approve")
+    assert code == 0, res
+    assert res["state"] == "verified"  # nothing to approve or merge: the answer is the product
+    assert res["final_message"] == "nothing to do"
+    assert gate(res, "NO_CHANGES")["ok"] is True
+
+
+def test_explore_mode_that_changes_files_is_rejected(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
+    code, res = delegate(cli, repo, task, "--profile", "fix")
+    assert code == 3 and gate(res, "NO_CHANGES")["ok"] is False

@@ -39,6 +39,19 @@ if [ ! -f "$cli_dir/.complete" ]; then
   find "$cli_dir/node_modules" -path '*ripgrep*' -type f \( -name rg -o -name 'rg.exe' \) -exec chmod +x {} + 2>/dev/null || true
   touch "$cli_dir/.complete"
 fi
+# opencode-ai and claude-code ship a placeholder launcher that their postinstall replaces with the
+# platform binary (already on disk as an optional dependency; nothing is downloaded). Run those two
+# postinstalls ourselves, whenever the placeholder is still there.
+fix_launcher() {  # package dir, placeholder path, script
+  local pkg="$cli_dir/node_modules/$1"
+  if [ -f "$pkg/$2" ] && [ "$(stat -c %s "$pkg/$2")" -lt 100000 ]; then
+    echo "setting up the native launcher of $1" >&2
+    (cd "$pkg" && node "$3" >&2)
+  fi
+}
+fix_launcher opencode-ai bin/opencode.exe postinstall.mjs
+fix_launcher @anthropic-ai/claude-code bin/claude.exe install.cjs
+
 # Shims that run each CLI under Node 22 whatever node is first on the caller's PATH.
 shim_dir="$cli_dir/shims"
 mkdir -p "$shim_dir"

@@ -15,11 +15,10 @@ import pytest
 
 def cli_binary(name: str) -> str:
     bin_dir = os.environ.get("BOSUN_CLI_BIN")
-    candidates = [Path(bin_dir) / name] if bin_dir else []
-    candidates.append(Path.home() / ".cache" / "bosun" / "clis")
-    for c in candidates[:1]:
-        if c.exists() and os.access(c, os.X_OK):
-            return str(c)
+    if bin_dir:
+        shim = Path(bin_dir) / name
+        if shim.is_file() and os.access(shim, os.X_OK):
+            return str(shim)
     # Fall back to the newest shim directory in the default cache.
     cache = Path.home() / ".cache" / "bosun" / "clis"
     for shim in sorted(cache.glob(f"cli-*/shims/{name}"), key=lambda p: p.stat().st_mtime, reverse=True):

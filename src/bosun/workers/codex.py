@@ -1,0 +1,422 @@
+"""The ``codex`` adapter: OpenAI Codex CLI (@openai/codex) as a worker.
+
+Codex runs with its own ``CODEX_HOME`` inside the run's HOME, so the user's config, login, rules,
+plugins, skills and history are never read or changed. bosun writes a ``config.toml`` there with one
+model provider (``bosun``): the profile's base_url (default ``https://api.openai.com/v1``),
+``wire_api = "responses"`` (the only API Codex speaks) and ``env_key`` = the profile's key variable,
+which Codex reads from the environment itself (the key is never written to a file or put on argv).
+Retries are bounded (``request_max_retries = 2``, ``stream_max_retries = 2``): Codex retries even a 401
+five times by default; with these a refused key fails in about a second.
+
+Permissions are Codex's own:
+
+- the sandbox (Linux: Landlock + seccomp): ``workspace-write`` in code and test modes (commands may write
+  only in the worktree and the temp dir, with no network), ``read-only`` in explore/review modes (the
+  read-only sandbox forbids temp files too, so test runners cannot run in it; test mode records that
+  edits are not blocked);
+- ``approval_policy = "never"``: nothing waits for a human; what the sandbox refuses fails;
+- execpolicy rules (``$CODEX_HOME/rules/bosun.rules``): ``prefix_rule(..., decision="forbidden")`` for
+  git history/branch/remote commands, network tools, publishing and sudo (Codex splits ``a && b``);
+- plugins, apps, goals, multi-agent and web search are disabled.
+
+Refusals by the execpolicy or the sandbox do not appear in ``--json`` output; Codex logs them on stderr,
+and the adapter turns those lines into ``tool_result`` events with ``denied: true`` after the run.
+
+The prompt goes on stdin (``codex exec -``). Sessions are kept in the run's CODEX_HOME (no
+``--ephemeral``) so ``bosun work --resume`` continues one with ``codex exec resume ID -``.
+
+Events (``codex exec --json``): ``thread.started`` (thread_id), ``turn.started``, ``item.started`` /
+``item.completed`` (command_execution, file_change, mcp_tool_call, web_search, agent_message,
+reasoning), ``turn.completed`` (usage of the turn: input_tokens with cached_input_tokens a subset,
+output_tokens with reasoning_output_tokens a subset), ``turn.failed`` and ``error`` ("Reconnecting...
+n/m" errors are retries, not failures).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from bosun.fileio import write_text_atomic
+from bosun.workers.base import (
+    ErrorClass,
+    Usage,
+    WorkerContext,
+    WorkerInfo,
+    WorkerResult,
+    ev_error,
+    ev_message,
+    ev_session,
+    ev_tool_call,
+    ev_tool_result,
+    ev_usage,
+)
+from bosun.workers.classify import parse_retry_after
+from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
+from bosun.workers.sdk_stream import (
+    TOKEN_VAR,
+    CliSpec,
+    as_dict,
+    denied_commands,
+    describe_cli,
+    error_class_for,
+    load_usage_total,
+    missing_binary,
+    new_token,
+    reap_strays,
+    save_usage_total,
+    status_in_text,
+)
+
+if TYPE_CHECKING:
+    from bosun.config import Profile
+
+MIN_VERSION = "0.171.0"
+PROVIDER_ID = "bosun"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DISABLED_FEATURES = ("plugins", "remote_plugin", "apps", "goals", "multi_agent")
+TOOL_ITEMS = {"command_execution": "shell", "file_change": "apply_patch", "mcp_tool_call": "mcp", "web_search": "web_search"}
+
+SPEC = CliSpec(
+    label="Codex",
+    default_binary="codex",
+    package="@openai/codex",
+    min_version=MIN_VERSION,
+    enforces=[
+        "own CODEX_HOME in the run: user config, login, rules, plugins, skills and history ignored",
+        "sandbox: code and test modes write only in the worktree and temp dir with no network for commands "
+        "(workspace-write); read-only sandbox in explore/review modes",
+        "execpolicy rules forbid git history/branch/remote commands, network tools, publishing and sudo",
+        "approval never; plugins, apps, goals, multi-agent and web search disabled",
+        "bounded retries (request_max_retries = stream_max_retries = 2): a refused key fails in seconds",
+        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+    ],
+    cannot_enforce=[
+        "test mode: no edit-free sandbox that still lets test runners write temp files, so the worktree is "
+        "writable (workspace-write; a change shows in the diff)",
+        "the sandbox needs Linux Landlock/seccomp (or macOS Seatbelt); where Codex cannot sandbox, "
+        "commands fail rather than run unconfined",
+    ],
+)
+
+
+def unenforced(ctx: WorkerContext) -> list[str]:
+    if ctx.read_only and ctx.task.mode.value == "test":
+        return ["test mode: Codex runs with the workspace-write sandbox (its read-only sandbox stops test "
+                "runners), so edits to the worktree are not blocked by the CLI"]
+    return []
+
+
+def toml_str(value: str) -> str:
+    return json.dumps(value)  # a TOML basic string is a JSON string for anything bosun writes
+
+
+def sandbox_mode(ctx: WorkerContext) -> str:
+    """read-only for explore and review; workspace-write for code and test.
+
+    Codex's read-only sandbox forbids every write, temp files included, so test runners fail in it
+    (pytest cannot even set up output capture). Test mode therefore gets workspace-write: commands can
+    write in the worktree and the temp dir (still no network), and the run records that edits are not
+    blocked by the CLI in that mode.
+    """
+    if ctx.read_only and ctx.task.mode.value != "test":
+        return "read-only"
+    return "workspace-write"
+
+
+def codex_config(profile: Profile, sandbox: str) -> str:
+    lines = [
+        f"model = {toml_str(profile.model or 'gpt-5.5')}",
+        f"model_provider = {toml_str(PROVIDER_ID)}",
+        'approval_policy = "never"',
+        f"sandbox_mode = {toml_str(sandbox)}",
+        "check_for_update_on_startup = false",
+        # A login shell sources /etc/profile, which on Debian-like systems resets PATH: bosun's git guard
+        # (first on PATH) and the user's toolchain would be lost. Commands run in a plain `bash -c`.
+        "allow_login_shell = false",
+        'web_search = "disabled"',
+        "show_raw_agent_reasoning = false",
+    ]
+    if profile.max_tokens:
+        lines.append(f"model_max_output_tokens = {int(profile.max_tokens)}")
+    lines += [
+        "",
+        "[sandbox_workspace_write]",
+        "network_access = false",
+        "",
+        "[history]",
+        'persistence = "none"',
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[feedback]",
+        "enabled = false",
+        "",
+        f"[model_providers.{PROVIDER_ID}]",
+        f"name = {toml_str('bosun profile ' + (profile.name or ''))}",
+        f"base_url = {toml_str(profile.base_url or DEFAULT_BASE_URL)}",
+        'wire_api = "responses"',
+        "request_max_retries = 2",
+        "stream_max_retries = 2",
+    ]
+    if profile.api_key_env:
+        lines.append(f"env_key = {toml_str(profile.api_key_env)}")
+    return "\n".join(lines) + "\n"
+
+
+def exec_rules() -> str:
+    """Codex execpolicy: every denied command prefix is forbidden."""
+    out = ["# bosun: commands a worker may never run (bosun commits, integrates and publishes itself)."]
+    for cmd in denied_commands():
+        tokens = shlex.split(cmd)
+        pattern = "[" + ", ".join(json.dumps(t) for t in tokens) + "]"
+        why = json.dumps(f"bosun: `{cmd}` is not allowed for workers")
+        out.append(f'prefix_rule(pattern={pattern}, decision="forbidden", justification={why})')
+    return "\n".join(out) + "\n"
+
+
+def write_codex_home(ctx: WorkerContext) -> str:
+    home = ctx.home / ".codex"
+    (home / "rules").mkdir(parents=True, exist_ok=True)
+    write_text_atomic(home / "config.toml", codex_config(ctx.profile, sandbox_mode(ctx)))
+    write_text_atomic(home / "rules" / "bosun.rules", exec_rules())
+    return str(home)
+
+
+def build_argv(ctx: WorkerContext, binary: str) -> list[str]:
+    argv = [binary, "exec"]
+    if ctx.resume_session:
+        argv.append("resume")
+    argv += ["--json", "--skip-git-repo-check"]
+    for feature in DISABLED_FEATURES:
+        argv += ["--disable", feature]
+    argv += ["-c", 'web_search="disabled"']
+    argv += list(ctx.profile.extra_args)
+    if ctx.resume_session:
+        argv.append(ctx.resume_session)
+    argv.append("-")  # the prompt on stdin
+    return argv
+
+
+def build_env(ctx: WorkerContext) -> dict[str, str]:
+    env = dict(ctx.env)
+    env["CODEX_HOME"] = write_codex_home(ctx)
+    for name in ("OPENAI_BASE_URL", "CODEX_API_KEY"):
+        if name not in ctx.profile.key_env_names():
+            env.pop(name, None)
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# the stream
+
+
+def _num(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def codex_usage(raw: dict[str, Any]) -> Usage:
+    inp = _num(raw.get("input_tokens"))
+    out = _num(raw.get("output_tokens"))
+    return Usage(
+        input_tokens=inp,
+        cached_input_tokens=min(_num(raw.get("cached_input_tokens")), inp),
+        output_tokens=out,
+        reasoning_tokens=min(_num(raw.get("reasoning_output_tokens")), out),
+    )
+
+
+_RECONNECT_RE = re.compile(r"^\s*(Reconnecting|Retrying)\b", re.I)
+
+
+def codex_error_class(message: str) -> ErrorClass:
+    return error_class_for(status_in_text(message), message)
+
+
+class CodexParser:
+    """Maps ``codex exec --json`` lines to normalized events.
+
+    ``turn.completed`` carries the session's *cumulative* usage: after ``codex exec resume`` it includes
+    the earlier runs of the session. ``baseline`` is the total already counted for the session (saved by
+    the adapter after each run); each usage event is the growth over the last total seen.
+    """
+
+    def __init__(self, baseline: Usage | None = None) -> None:
+        self.state = ParseState()
+        self.started: set[str] = set()
+        self.noted: list[str] = []
+        self.other: list[str] = []
+        self.total = baseline or Usage()
+
+    def feed(self, line: str) -> list[dict[str, Any]]:
+        line = line.strip()
+        if not line:
+            return []
+        obj: Any = None
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+        if not isinstance(obj, dict):
+            self.other = (self.other + [line[:500]])[-20:]
+            return []
+        kind = obj.get("type")
+        if kind == "thread.started" and obj.get("thread_id"):
+            self.state.session_id = str(obj["thread_id"])
+            return [ev_session(self.state.session_id)]
+        if kind in ("item.started", "item.updated", "item.completed"):
+            item = as_dict(obj.get("item"))
+            return self._item(item, done=kind == "item.completed")
+        if kind == "turn.completed":
+            total = codex_usage(obj.get("usage") or {})
+            usage = Usage(
+                input_tokens=max(0, total.input_tokens - self.total.input_tokens),
+                cached_input_tokens=max(0, total.cached_input_tokens - self.total.cached_input_tokens),
+                output_tokens=max(0, total.output_tokens - self.total.output_tokens),
+                reasoning_tokens=max(0, total.reasoning_tokens - self.total.reasoning_tokens),
+            )
+            self.total = total
+            self.state.usage.add(usage)
+            if self.state.finished_ok is None:
+                self.state.finished_ok = True
+            return [ev_usage(usage)]
+        if kind == "turn.failed":
+            err = as_dict(obj.get("error"))
+            msg = str(err.get("message") or "turn failed")
+            self.state.finished_ok = False
+            return self._note(msg)
+        if kind == "error":
+            msg = str(obj.get("message") or "error")
+            if _RECONNECT_RE.match(msg):
+                inner = msg[msg.find("(") + 1 : msg.rfind(")")] if "(" in msg else msg
+                return [ev_error(msg, codex_error_class(inner), retryable=True, retry_after_s=parse_retry_after(msg))]
+            return self._note(msg)
+        return []
+
+    def _note(self, msg: str) -> list[dict[str, Any]]:
+        if msg in self.noted:  # an `error` event followed by turn.failed with the same message
+            return []
+        self.noted.append(msg)
+        return [note_error(self.state, msg, codex_error_class(msg))]
+
+    def _item(self, item: dict[str, Any], done: bool) -> list[dict[str, Any]]:
+        itype = str(item.get("type") or "")
+        iid = str(item.get("id") or "")
+        out: list[dict[str, Any]] = []
+        if itype == "agent_message":
+            if done:
+                text = str(item.get("text") or "")
+                if text.strip():
+                    self.state.final_text = text
+                    out.append(ev_message(text))
+            return out
+        if itype == "error":
+            if done:
+                out.extend(self._note(str(item.get("message") or "error")))
+            return out
+        if itype not in TOOL_ITEMS:
+            return out  # reasoning, todo_list: nothing to record
+        tool = TOOL_ITEMS[itype]
+        if itype == "mcp_tool_call":
+            tool = f"{item.get('server') or 'mcp'}/{item.get('tool') or '?'}"
+        if iid not in self.started:
+            self.started.add(iid)
+            self.state.steps += 1
+            out.append(ev_tool_call(tool, _tool_input(itype, item), iid or None))
+        if done:
+            status = str(item.get("status") or "")
+            ok = status == "completed"
+            if itype == "command_execution":
+                ok = ok and item.get("exit_code") in (0, None)
+                output: Any = item.get("aggregated_output")
+            elif itype == "file_change":
+                output = item.get("changes")
+            elif itype == "mcp_tool_call":
+                output = item.get("result") if ok else item.get("error")
+            else:
+                output = item.get("query")
+            out.append(ev_tool_result(tool, ok, output, iid or None, denied=status == "declined"))
+        return out
+
+
+def _tool_input(itype: str, item: dict[str, Any]) -> Any:
+    if itype == "command_execution":
+        return {"command": item.get("command")}
+    if itype == "file_change":
+        return {"changes": item.get("changes")}
+    if itype == "mcp_tool_call":
+        return item.get("arguments")
+    return {"query": item.get("query")}
+
+
+_REJECTED_RE = re.compile(r"Rejected\(\\?\"`(?P<cmd>.*?)` rejected: (?P<why>.*?)\\?\"\)")
+_SANDBOX_RE = re.compile(r"error=(?P<what>patch rejected|exec_command failed)?:? ?(?P<why>[^\n]*blocked by [^\n]*sandbox[^\n]*)")
+
+
+def stderr_denials(stderr: str) -> list[dict[str, Any]]:
+    """Refusals Codex logs on stderr only: execpolicy rejections and sandbox blocks."""
+    events = []
+    for line in stderr.splitlines():
+        if "codex_core::tools" not in line and "rejected" not in line:
+            continue
+        m = _REJECTED_RE.search(line)
+        if m:
+            cmd = m.group("cmd").replace('\\"', '"')
+            events.append(ev_tool_result("shell", False, f"{cmd}: rejected: {m.group('why')}", None, denied=True))
+            continue
+        m = _SANDBOX_RE.search(line)
+        if m:
+            tool = "apply_patch" if (m.group("what") or "").startswith("patch") else "shell"
+            events.append(ev_tool_result(tool, False, m.group("why").strip(), None, denied=True))
+    return events
+
+
+# ---------------------------------------------------------------------------------------------
+# the adapter
+
+
+USAGE_FILE = "bosun-usage.json"  # in CODEX_HOME: the cumulative usage bosun has counted per thread
+
+
+class CodexWorker:
+    name = "codex"
+
+    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
+        return build_argv(ctx, binary), build_env(ctx), ctx.prompt.encode("utf-8")
+
+    def parser(self, baseline: Usage | None = None) -> CodexParser:
+        return CodexParser(baseline)
+
+    def run(self, ctx: WorkerContext) -> WorkerResult:
+        binary = resolve_binary(ctx.profile.binary, SPEC.default_binary)
+        if not binary:
+            return missing_binary(ctx, SPEC)
+        argv, env, stdin = self.prepare(ctx, binary)
+        token = env[TOKEN_VAR] = new_token()
+        usage_file = ctx.home / ".codex" / USAGE_FILE
+        parser = self.parser(load_usage_total(usage_file, ctx.resume_session))
+        try:
+            result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
+        finally:
+            reap_strays(token)
+        save_usage_total(usage_file, parser.state.session_id, parser.total)
+        for ev in stderr_denials(result.stderr_tail):
+            ctx.emit(ev)
+        if not result.ok and not result.error_message and parser.other:
+            result.error_message = parser.other[-1]
+        result.unenforced = unenforced(ctx)
+        return result
+
+    def describe(self, profile: Profile) -> WorkerInfo:
+        problems = []
+        if profile.api not in (None, "responses"):
+            problems.append(f"Codex speaks the OpenAI Responses API only (profile api = {profile.api!r}); "
+                            "use api = \"responses\" or leave it unset")
+        return describe_cli(SPEC, profile, problems)

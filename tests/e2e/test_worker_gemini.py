@@ -1,0 +1,41 @@
+"""Gemini CLI through bosun end to end: the real CLI, bosun's ReplayServer as the model, `bosun delegate`."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.worker_support import (
+    FAULTS,
+    KEY_ENV,
+    READ_ONLY_EDIT_SCRIPT,
+    check_fault,
+    check_fix,
+    check_read_only,
+    check_resume,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.cli]
+ADAPTER = "gemini"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "dummy")
+
+
+def test_gemini_fixes_the_bug(cli, repo, task_file):
+    check_fix(cli, repo, task_file, ADAPTER)
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_gemini_provider_failures_are_classified(cli, repo, task_file, fault):
+    check_fault(cli, repo, task_file, ADAPTER, fault)
+
+
+def test_gemini_read_only_mode_cannot_edit(cli, repo, tmp_path):
+    res, tools = check_read_only(cli, repo, tmp_path, ADAPTER, READ_ONLY_EDIT_SCRIPT)
+    assert "read_file" in tools and not {"run_shell_command", "web_fetch", "google_web_search"} & set(tools), tools
+
+
+def test_gemini_resume_continues_the_session(cli, repo, task_file):
+    check_resume(cli, repo, task_file, ADAPTER)

@@ -373,3 +373,62 @@ def pid_alive(pid: int, start_time: int | None) -> bool:
     if current is None:
         return False
     return start_time is None or current == start_time
+
+
+# Every worker process gets a unique token in its environment, so processes it leaves behind in
+# other sessions or process groups can still be found and killed (see reap_strays).
+TOKEN_VAR = "BOSUN_WORKER_TOKEN"
+
+
+def new_token() -> str:
+    import uuid
+
+    return uuid.uuid4().hex
+
+
+def reap_strays(token: str, grace_s: float = 0.5) -> list[int]:
+    """Kill processes that still carry ``BOSUN_WORKER_TOKEN=token`` in their environment.
+
+    OpenCode and Pi start every shell command in its own session (``detached``), so killing the worker's
+    process group does not reach a command still running (``sleep 600``, a dev server). Those commands
+    inherit the worker's environment, token included; after the worker is gone they are found in
+    ``/proc`` and killed. Linux only (elsewhere this does nothing); a process that scrubs its own
+    environment escapes it.
+    """
+    needle = f"\0{TOKEN_VAR}={token}\0".encode()
+    me = os.getpid()
+
+    def scan() -> list[int]:
+        found = []
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return []
+        for name in entries:
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    data = b"\0" + fh.read() + b"\0"
+            except OSError:
+                continue
+            if needle in data:
+                found.append(int(name))
+        return found
+
+    pids = scan()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    if pids:
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and scan():
+            time.sleep(0.05)
+        for pid in scan():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return pids

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 from functools import cache
 from pathlib import Path
-
-import pytest
 
 from tests.e2e.cli_support import cli_binary
 
@@ -58,33 +54,10 @@ FAULTS = {
 FAULT_STATE = {"auth": "blocked", "rate_limited": "failed", "model_unavailable": "failed"}
 
 
-def installed(name: str) -> Path:
-    """The shim for ``name`` (``cli_binary`` answers with the cache directory when BOSUN_CLI_BIN is unset)."""
-    found = Path(cli_binary(name))
-    if found.is_dir():
-        shims = [p for p in found.glob(f"cli-*/shims/{name}") if (p.parent.parent / ".complete").exists()]
-        if not shims:
-            pytest.skip(f"worker CLI {name!r} is not installed (run scripts/install-worker-clis.sh)")
-        found = max(shims, key=lambda p: p.stat().st_mtime)
-    return found
-
-
 @cache
 def binary(name: str) -> str:
-    """A runnable binary for the CLI. npm without install scripts leaves @anthropic-ai/claude-code's
-    launcher a stub that only prints an error; the platform package next to it holds the real binary."""
-    shim = installed(name)
-    probe = subprocess.run([str(shim), "--version"], capture_output=True, text=True, timeout=60)
-    if probe.returncode == 0:
-        return str(shim)
-    if name == "claude":
-        arch = {"x86_64": "x64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
-        modules = shim.resolve().parent.parent / "node_modules" / "@anthropic-ai"
-        for pkg in (f"claude-code-linux-{arch}", f"claude-code-linux-{arch}-musl"):
-            real = modules / pkg / "claude"
-            if real.exists() and subprocess.run([str(real), "--version"], capture_output=True).returncode == 0:
-                return str(real)
-    pytest.fail(f"{shim} does not run: {probe.stderr.strip()[:300]}")
+    """The installed CLI (a shim running it under Node 22), or a skip/fail when it is missing."""
+    return cli_binary(name)
 
 
 def add_profile(repo: Path, adapter: str, base_url: str, name: str | None = None, **extra: object) -> str:

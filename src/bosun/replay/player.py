@@ -24,6 +24,8 @@ CWD_RES = (
     re.compile(r"<cwd>\s*(/[^<\n]+?)\s*</cwd>"),
     re.compile(r"(?i)(?:current )?working directory(?: is)?:\s*(/[^\s\"'<>]+)"),
     re.compile(r"(?i)currently working in the directory:?\s*(/[^\s\"'<>]+)"),
+    # Gemini CLI 0.61: "**Workspace Directories:**\n  - /path"
+    re.compile(r"(?i)workspace directories:?\**\s*\n\s*-\s*(/[^\s\"'<>]+)"),
 )
 
 

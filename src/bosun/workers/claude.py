@@ -35,15 +35,12 @@ from typing import TYPE_CHECKING
 from bosun.workers.base import WorkerContext, WorkerInfo, WorkerResult
 from bosun.workers.cli_base import resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
-    TOKEN_VAR,
     CliSpec,
     SdkStreamParser,
     denied_commands,
     describe_cli,
     missing_binary,
-    new_token,
     profile_key,
-    reap_strays,
     verify_commands,
 )
 
@@ -168,12 +165,8 @@ class ClaudeWorker:
         if not binary:
             return missing_binary(ctx, SPEC)
         argv, env, stdin = self.prepare(ctx, binary)
-        token = env[TOKEN_VAR] = new_token()
         parser = self.parser()
-        try:
-            result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        finally:
-            reap_strays(token)
+        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
         parser.finish()
         if result.final_text is None:
             result.final_text = parser.state.final_text

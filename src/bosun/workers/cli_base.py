@@ -62,6 +62,7 @@ def run_cli(
             return True
         return bool(ctx.should_stop and ctx.should_stop())
 
+    env = {**env, proc.TOKEN_VAR: proc.new_token()}
     try:
         res = proc.run_supervised(
             argv,
@@ -78,6 +79,9 @@ def run_cli(
         msg = f"worker program not found: {argv[0]}"
         ctx.emit(ev_error(msg, ErrorClass.permanent))
         return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+    finally:
+        # CLIs start shell commands in sessions of their own, out of reach of the group kill.
+        proc.reap_strays(env[proc.TOKEN_VAR])
     return finish_result(ctx, parser.state, res, steps_exceeded[0])
 
 

@@ -56,7 +56,6 @@ from bosun.workers.base import (
 from bosun.workers.classify import parse_retry_after
 from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
-    TOKEN_VAR,
     CliSpec,
     as_dict,
     denied_commands,
@@ -64,8 +63,6 @@ from bosun.workers.sdk_stream import (
     error_class_for,
     load_usage_total,
     missing_binary,
-    new_token,
-    reap_strays,
     save_usage_total,
     status_in_text,
 )
@@ -399,13 +396,9 @@ class CodexWorker:
         if not binary:
             return missing_binary(ctx, SPEC)
         argv, env, stdin = self.prepare(ctx, binary)
-        token = env[TOKEN_VAR] = new_token()
         usage_file = ctx.home / ".codex" / USAGE_FILE
         parser = self.parser(load_usage_total(usage_file, ctx.resume_session))
-        try:
-            result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        finally:
-            reap_strays(token)
+        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
         save_usage_total(usage_file, parser.state.session_id, parser.total)
         for ev in stderr_denials(result.stderr_tail):
             ctx.emit(ev)

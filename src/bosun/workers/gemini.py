@@ -54,16 +54,13 @@ from bosun.workers.classify import parse_retry_after
 from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
     DENIED_RE,
-    TOKEN_VAR,
     CliSpec,
     as_dict,
     denied_commands,
     describe_cli,
     error_class_for,
     missing_binary,
-    new_token,
     profile_key,
-    reap_strays,
     status_in_text,
     verify_commands,
 )
@@ -324,12 +321,8 @@ class GeminiWorker:
         if not binary:
             return missing_binary(ctx, SPEC)
         argv, env, stdin = self.prepare(ctx, binary)
-        token = env[TOKEN_VAR] = new_token()
         parser = self.parser()
-        try:
-            result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        finally:
-            reap_strays(token)
+        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
         for ev in parser.finish():
             ctx.emit(ev)
         result.final_text = parser.state.final_text

@@ -43,12 +43,9 @@ from bosun.workers.opencode import (
     unenforced,
 )
 from bosun.workers.sdk_stream import (
-    TOKEN_VAR,
     CliSpec,
     describe_cli,
     missing_binary,
-    new_token,
-    reap_strays,
     verify_commands,
 )
 
@@ -138,14 +135,10 @@ class KiloWorker:
         if not binary:
             return missing_binary(ctx, SPEC)
         argv, env, stdin = self.prepare(ctx, binary)
-        token = env[TOKEN_VAR] = new_token()
         watch = LogWatch(kilo_log_dir(env))
         wrapped = _with_should_stop(ctx, stop_on_provider_errors(ctx, watch))
         parser = self.parser()
-        try:
-            result = run_cli(wrapped, argv, env, parser, stdin_data=stdin)
-        finally:
-            reap_strays(token)
+        result = run_cli(wrapped, argv, env, parser, stdin_data=stdin)
         result = finish_after_watch(ctx, result, watch, cli="Kilo")
         if not result.ok and not result.error_message and parser.other:
             result.error_message = parser.other[-1]

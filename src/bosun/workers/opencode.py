@@ -46,6 +46,7 @@ from bosun.workers.base import (
 )
 from bosun.workers.classify import classify_text, parse_retry_after
 from bosun.workers.cli_base import ParseState, cli_version, note_error, resolve_binary, run_cli, version_tuple
+from bosun.workers.policy import SHELL_DENY, verify_commands
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -62,27 +63,6 @@ AI_SDK_PACKAGES = {
     "anthropic": "@ai-sdk/anthropic",
     "gemini": "@ai-sdk/google",
 }
-
-# Shell commands a worker may never run. Each becomes the patterns "CMD *" (the command alone or with
-# arguments) and "*/CMD *" (called by absolute path). OpenCode matches each command of a pipeline or a
-# `&&` chain separately.
-SHELL_DENY: tuple[str, ...] = (
-    # history, branches, remotes: bosun commits and integrates the change itself
-    "git commit", "git push", "git pull", "git fetch", "git clone", "git remote", "git reset",
-    "git checkout", "git switch", "git restore --staged", "git rebase", "git merge", "git cherry-pick",
-    "git revert", "git am", "git stash", "git clean", "git tag", "git branch", "git update-ref",
-    "git symbolic-ref", "git filter-branch", "git filter-repo", "git replace", "git notes",
-    "git worktree", "git gc", "git prune", "git reflog expire", "git config",
-    # the network
-    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "ftp",
-    # publishing
-    "npm publish", "pnpm publish", "yarn publish", "yarn npm publish", "bun publish", "npx np",
-    "twine", "python -m twine", "python3 -m twine", "poetry publish", "uv publish", "flit publish",
-    "hatch publish", "cargo publish", "cargo yank", "gem push", "docker push", "docker login",
-    "gh", "glab", "hub",
-    # privileges
-    "sudo", "su", "doas", "pkexec",
-)
 
 # Read rules: files that usually hold secrets are refused even inside the worktree.
 READ_RULES = {"*": "allow", "*.env": "deny", "*.env.*": "deny", "*.env.example": "allow", "*.env.sample": "allow"}
@@ -224,14 +204,6 @@ def opencode_env(base_env: dict[str, str], config: dict[str, Any], prefix: str =
         env[prefix + key[len("OPENCODE"):]] = value
     env[f"{prefix}_CONFIG_CONTENT"] = json.dumps(config, separators=(",", ":"))
     return env
-
-
-def verify_commands(ctx: WorkerContext) -> list[str]:
-    """The task's verify commands as shell text (test mode may run exactly these)."""
-    out = []
-    for v in ctx.task.verify:
-        out.append(" ".join(v.run))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,14 +494,10 @@ class OpenCodeWorker:
         allow = verify_commands(ctx) if ctx.read_only and ctx.task.mode.value == "test" else []
         config = build_opencode_config(ctx.profile, ctx.read_only, allow_commands=allow)
         env = opencode_env(ctx.env, config)
-        token = env[TOKEN_VAR] = new_token()
         watch = LogWatch(opencode_log_dir(env))
         wrapped = _with_should_stop(ctx, stop_on_provider_errors(ctx, watch))
         parser = OpenCodeParser()
-        try:
-            result = run_cli(wrapped, self.argv(ctx, binary), env, parser, stdin_data=ctx.prompt.encode("utf-8"))
-        finally:
-            reap_strays(token)
+        result = run_cli(wrapped, self.argv(ctx, binary), env, parser, stdin_data=ctx.prompt.encode("utf-8"))
         result = finish_after_watch(ctx, result, watch)
         if not result.ok and not result.error_message and parser.other:
             result.error_message = parser.other[-1]
@@ -602,66 +570,3 @@ def _with_should_stop(ctx: WorkerContext, should_stop: Callable[[], bool]) -> Wo
     import dataclasses
 
     return dataclasses.replace(ctx, should_stop=should_stop)
-
-
-# ---------------------------------------------------------------------------------------------
-# stray processes
-
-TOKEN_VAR = "BOSUN_WORKER_TOKEN"
-
-
-def new_token() -> str:
-    import uuid
-
-    return uuid.uuid4().hex
-
-
-def reap_strays(token: str, grace_s: float = 0.5) -> list[int]:
-    """Kill processes that still carry ``BOSUN_WORKER_TOKEN=token`` in their environment.
-
-    OpenCode and Pi start every shell command in its own session (``detached``), so killing the worker's
-    process group does not reach a command still running (``sleep 600``, a dev server). Those commands
-    inherit the worker's environment, token included; after the worker is gone they are found in
-    ``/proc`` and killed. Linux only (elsewhere this does nothing); a process that scrubs its own
-    environment escapes it.
-    """
-    import os
-    import signal
-
-    needle = f"\0{TOKEN_VAR}={token}\0".encode()
-    me = os.getpid()
-
-    def scan() -> list[int]:
-        found = []
-        try:
-            entries = os.listdir("/proc")
-        except OSError:
-            return []
-        for name in entries:
-            if not name.isdigit() or int(name) == me:
-                continue
-            try:
-                with open(f"/proc/{name}/environ", "rb") as fh:
-                    data = b"\0" + fh.read() + b"\0"
-            except OSError:
-                continue
-            if needle in data:
-                found.append(int(name))
-        return found
-
-    pids = scan()
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
-    if pids:
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and scan():
-            time.sleep(0.05)
-        for pid in scan():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    return pids

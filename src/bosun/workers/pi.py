@@ -41,11 +41,8 @@ from bosun.workers.base import (
 from bosun.workers.classify import parse_retry_after
 from bosun.workers.cli_base import ParseState, cli_version, note_error, resolve_binary, run_cli, version_tuple
 from bosun.workers.opencode import (
-    TOKEN_VAR,
     classify_api_error,
-    new_token,
     profile_problems,
-    reap_strays,
     version_problem,
 )
 
@@ -317,12 +314,8 @@ class PiWorker:
         if ctx.resume_session and not any(self.session_dir(ctx).glob(f"*{ctx.resume_session}*.jsonl")):
             # Pi would silently start a new session under that id.
             ctx.emit(ev_message(f"Pi session {ctx.resume_session} not found; Pi starts a new one", role="system"))
-        token = env[TOKEN_VAR] = new_token()
         parser = PiParser()
-        try:
-            result = run_cli(ctx, self.argv(ctx, binary), env, parser, stdin_data=ctx.prompt.encode("utf-8"))
-        finally:
-            reap_strays(token)
+        result = run_cli(ctx, self.argv(ctx, binary), env, parser, stdin_data=ctx.prompt.encode("utf-8"))
         if not result.ok and not result.error_message and parser.other:
             result.error_message = parser.other[-1]
         result.unenforced = unenforced(ctx.read_only, not shell_excluded(list(ctx.profile.extra_args)))

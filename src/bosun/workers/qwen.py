@@ -35,15 +35,12 @@ from bosun.fileio import write_text_atomic
 from bosun.workers.base import Usage, WorkerContext, WorkerInfo, WorkerResult
 from bosun.workers.cli_base import resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
-    TOKEN_VAR,
     CliSpec,
     SdkStreamParser,
     denied_commands,
     describe_cli,
     load_usage_total,
     missing_binary,
-    new_token,
-    reap_strays,
     save_usage_total,
     verify_commands,
 )
@@ -182,14 +179,10 @@ class QwenWorker:
         if not binary:
             return missing_binary(ctx, SPEC)
         argv, env, stdin = self.prepare(ctx, binary)
-        token = env[TOKEN_VAR] = new_token()
         usage_file = ctx.home / ".qwen" / USAGE_FILE
         # A resumed session's result usage includes the earlier runs: subtract what was counted then.
         parser = self.parser(load_usage_total(usage_file, ctx.resume_session) or (Usage() if ctx.resume_session else None))
-        try:
-            result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        finally:
-            reap_strays(token)
+        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
         if parser.session_total is not None:
             save_usage_total(usage_file, parser.state.session_id, parser.session_total)
         parser.finish()

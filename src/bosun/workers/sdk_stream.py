@@ -51,7 +51,7 @@ from bosun.workers.cli_base import ParseState, cli_version, note_error, resolve_
 
 # One deny list for every adapter: git history/branch/remote commands, network tools, publishing,
 # privilege escalation. The OpenCode adapter owns it; the helpers below reuse it.
-from bosun.workers.opencode import SHELL_DENY, TOKEN_VAR, new_token, reap_strays, verify_commands
+from bosun.workers.policy import SHELL_DENY, verify_commands
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SHELL_DENY",
     "as_dict",
-    "TOKEN_VAR",
     "CliSpec",
     "SdkStreamParser",
     "denied_commands",
@@ -67,9 +66,7 @@ __all__ = [
     "error_class_for",
     "load_usage_total",
     "missing_binary",
-    "new_token",
     "save_usage_total",
-    "reap_strays",
     "verify_commands",
 ]
 
@@ -78,7 +75,7 @@ __all__ = [
 DENIED_RE = re.compile(
     r"permission to use .{0,80} has been denied|denied by (permission rules|policy)|running in don't ask mode"
     r"|cannot (write|modify) .{0,200} (while )?in plan mode|requires approval|permission_denied|policy_violation"
-    r"|so \w+ was not run",
+    r"|so \w+ was not run|access denied: plan path",
     re.I,
 )
 _REFUSAL_KINDS = {"permission-rule", "user-rejected", "automode-unavailable", "hook-rejected"}

@@ -1,0 +1,34 @@
+"""What a worker may never do in a shell, shared by every adapter whose CLI can filter commands."""
+
+from __future__ import annotations
+
+from bosun.workers.base import WorkerContext
+
+# Shell commands a worker may never run. Each becomes the patterns "CMD *" (the command alone or with
+# arguments) and "*/CMD *" (called by absolute path). OpenCode matches each command of a pipeline or a
+# `&&` chain separately.
+SHELL_DENY: tuple[str, ...] = (
+    # history, branches, remotes: bosun commits and integrates the change itself
+    "git commit", "git push", "git pull", "git fetch", "git clone", "git remote", "git reset",
+    "git checkout", "git switch", "git restore --staged", "git rebase", "git merge", "git cherry-pick",
+    "git revert", "git am", "git stash", "git clean", "git tag", "git branch", "git update-ref",
+    "git symbolic-ref", "git filter-branch", "git filter-repo", "git replace", "git notes",
+    "git worktree", "git gc", "git prune", "git reflog expire", "git config",
+    # the network
+    "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet", "ftp",
+    # publishing
+    "npm publish", "pnpm publish", "yarn publish", "yarn npm publish", "bun publish", "npx np",
+    "twine", "python -m twine", "python3 -m twine", "poetry publish", "uv publish", "flit publish",
+    "hatch publish", "cargo publish", "cargo yank", "gem push", "docker push", "docker login",
+    "gh", "glab", "hub",
+    # privileges
+    "sudo", "su", "doas", "pkexec",
+)
+
+
+def verify_commands(ctx: WorkerContext) -> list[str]:
+    """The task's verify commands as shell text (test mode may run exactly these)."""
+    out = []
+    for v in ctx.task.verify:
+        out.append(" ".join(v.run))
+    return out

@@ -7,7 +7,6 @@ prompt (``<cwd>...</cwd>``), so the scripts use repo-relative paths.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from bosun.replay import ReplayServer
 from tests.conftest import task_yaml
 from tests.e2e.cli_support import cli_binary
+from tests.e2e.worker_support import events, processes_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 
@@ -54,28 +54,6 @@ def add_profile(repo: Path, binary: str, base_url: str, name: str = "pi", **extr
 
 def delegate(cli, repo: Path, task: Path, *extra: str) -> tuple[int, dict]:
     return cli("delegate", str(task), "--repo", str(repo), "--profile", "pi", "--json", *extra)
-
-
-def events(res: dict) -> list[dict]:
-    path = Path(res["run_dir"]) / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def processes_of(run_dir: str) -> list[str]:
-    """Live processes whose environment mentions the run directory (the worker's HOME is inside it)."""
-    marker = run_dir.encode()
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            env = Path(f"/proc/{pid}/environ").read_bytes()
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in env:
-            found.append(f"{pid}: {cmd[:200]}")
-    return found
 
 
 def test_pi_fixes_the_bug(cli, repo, task_file, pi):

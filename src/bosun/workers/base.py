@@ -227,5 +227,18 @@ class WorkerInfo:
     cannot_enforce: list[str] = field(default_factory=list)
 
 
+def as_count(value: Any) -> int:
+    """A token count from a CLI's JSON: missing, null, negative or junk counts as 0."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (CLIs omit or null out fields)."""
+    return value if isinstance(value, dict) else {}
+
+
 def now() -> float:
     return round(time.time(), 3)

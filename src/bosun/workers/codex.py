@@ -46,6 +46,8 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    as_count,
+    as_dict,
     ev_error,
     ev_message,
     ev_session,
@@ -57,7 +59,6 @@ from bosun.workers.classify import parse_retry_after
 from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
     CliSpec,
-    as_dict,
     denied_commands,
     describe_cli,
     error_class_for,
@@ -211,21 +212,14 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 # the stream
 
 
-def _num(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def codex_usage(raw: dict[str, Any]) -> Usage:
-    inp = _num(raw.get("input_tokens"))
-    out = _num(raw.get("output_tokens"))
+    inp = as_count(raw.get("input_tokens"))
+    out = as_count(raw.get("output_tokens"))
     return Usage(
         input_tokens=inp,
-        cached_input_tokens=min(_num(raw.get("cached_input_tokens")), inp),
+        cached_input_tokens=min(as_count(raw.get("cached_input_tokens")), inp),
         output_tokens=out,
-        reasoning_tokens=min(_num(raw.get("reasoning_output_tokens")), out),
+        reasoning_tokens=min(as_count(raw.get("reasoning_output_tokens")), out),
     )
 
 

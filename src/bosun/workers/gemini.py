@@ -43,6 +43,8 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    as_count,
+    as_dict,
     ev_error,
     ev_message,
     ev_session,
@@ -55,7 +57,6 @@ from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_c
 from bosun.workers.sdk_stream import (
     DENIED_RE,
     CliSpec,
-    as_dict,
     denied_commands,
     describe_cli,
     error_class_for,
@@ -183,22 +184,15 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 # the stream
 
 
-def _num(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def gemini_usage(stats: dict[str, Any]) -> Usage:
     """``result.stats``: input_tokens counts every prompt token (``cached`` is a subset of it)."""
-    inp = _num(stats.get("input_tokens"))
-    out = _num(stats.get("output_tokens"))
+    inp = as_count(stats.get("input_tokens"))
+    out = as_count(stats.get("output_tokens"))
     return Usage(
         input_tokens=inp,
-        cached_input_tokens=min(_num(stats.get("cached")), inp),
+        cached_input_tokens=min(as_count(stats.get("cached")), inp),
         output_tokens=out,
-        reasoning_tokens=min(_num(stats.get("thoughts") or stats.get("thoughts_tokens")), out),
+        reasoning_tokens=min(as_count(stats.get("thoughts") or stats.get("thoughts_tokens")), out),
     )
 
 

@@ -37,6 +37,8 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    as_count,
+    as_dict,
     ev_error,
     ev_message,
     ev_session,
@@ -210,26 +212,15 @@ def opencode_env(base_env: dict[str, str], config: dict[str, Any], prefix: str =
 # the stream
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _num(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def opencode_usage(tokens: dict[str, Any], cost: Any = None) -> Usage:
     """OpenCode reports input without cache reads/writes and output without reasoning: add them back."""
     cache = tokens.get("cache") or {}
-    read, write = _num(cache.get("read")), _num(cache.get("write"))
-    reasoning = _num(tokens.get("reasoning"))
+    read, write = as_count(cache.get("read")), as_count(cache.get("write"))
+    reasoning = as_count(tokens.get("reasoning"))
     return Usage(
-        input_tokens=_num(tokens.get("input")) + read + write,
+        input_tokens=as_count(tokens.get("input")) + read + write,
         cached_input_tokens=read,
-        output_tokens=_num(tokens.get("output")) + reasoning,
+        output_tokens=as_count(tokens.get("output")) + reasoning,
         reasoning_tokens=reasoning,
         cost_usd=float(cost) if isinstance(cost, int | float) and cost else None,
     )
@@ -274,7 +265,7 @@ class OpenCodeParser:
             self.state.session_id = str(sid)
             out.append(ev_session(str(sid)))
         kind = obj.get("type")
-        part = _dict(obj.get("part"))
+        part = as_dict(obj.get("part"))
         if kind == "step_start":
             self.state.steps += 1
         elif kind == "text":
@@ -306,7 +297,7 @@ class OpenCodeParser:
         return events
 
     def _error(self, err: dict[str, Any]) -> dict[str, Any]:
-        data = _dict(err.get("data"))
+        data = as_dict(err.get("data"))
         name = str(err.get("name") or "error")
         message = str(data.get("message") or err.get("message") or name)
         status = data.get("statusCode")
@@ -319,7 +310,7 @@ class OpenCodeParser:
             cls = ErrorClass.permanent
         else:
             cls = classify_api_error(status, f"{name} {text}")
-        headers = _dict(data.get("responseHeaders"))
+        headers = as_dict(data.get("responseHeaders"))
         shown = f"{name}: {message}" + (f" (HTTP {status})" if status else "")
         ev = note_error(self.state, shown, cls)
         retry = _retry_after(headers) or parse_retry_after(message)

@@ -31,6 +31,8 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    as_count,
+    as_dict,
     ev_error,
     ev_message,
     ev_session,
@@ -134,31 +136,20 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
 # the stream
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _num(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def pi_usage(u: dict[str, Any]) -> Usage:
     """Pi's ``input`` excludes cache reads and writes; its ``output`` already includes reasoning."""
-    read, write = _num(u.get("cacheRead")), _num(u.get("cacheWrite"))
+    read, write = as_count(u.get("cacheRead")), as_count(u.get("cacheWrite"))
     cost = u.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else cost
     return Usage(
-        input_tokens=_num(u.get("input")) + read + write,
+        input_tokens=as_count(u.get("input")) + read + write,
         cached_input_tokens=read,
-        output_tokens=_num(u.get("output")),
-        reasoning_tokens=_num(u.get("reasoning")),
+        output_tokens=as_count(u.get("output")),
+        reasoning_tokens=as_count(u.get("reasoning")),
         cost_usd=float(total) if isinstance(total, int | float) and total else None,
     )
 
@@ -213,7 +204,7 @@ class PiParser:
         if kind == "message_end":
             return self._message_end(obj.get("message") or {})
         if kind == "tool_execution_end":
-            result = _dict(obj.get("result"))
+            result = as_dict(obj.get("result"))
             output = _content_text(result.get("content")) or result
             return [ev_tool_result(obj.get("toolName"), not obj.get("isError"), output, obj.get("toolCallId"))]
         if kind == "auto_retry_start":

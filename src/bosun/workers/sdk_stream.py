@@ -39,6 +39,8 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    as_count,
+    as_dict,
     ev_error,
     ev_message,
     ev_session,
@@ -222,17 +224,6 @@ _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasonin
 # the Claude-SDK-like stream
 
 
-def as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _num(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 def sdk_usage(raw: dict[str, Any] | None, input_includes_cache: bool) -> Usage:
     """Usage from an SDK-stream ``usage`` object.
 
@@ -241,14 +232,14 @@ def sdk_usage(raw: dict[str, Any] | None, input_includes_cache: bool) -> Usage:
     reads included (``input_includes_cache``). Reasoning ("thinking") tokens are part of output_tokens.
     """
     raw = raw or {}
-    inp = _num(raw.get("input_tokens"))
-    read = _num(raw.get("cache_read_input_tokens"))
-    write = _num(raw.get("cache_creation_input_tokens"))
+    inp = as_count(raw.get("input_tokens"))
+    read = as_count(raw.get("cache_read_input_tokens"))
+    write = as_count(raw.get("cache_creation_input_tokens"))
     if not input_includes_cache:
         inp += read + write
     details = raw.get("output_tokens_details") or {}
-    reasoning = _num(details.get("thinking_tokens") or details.get("reasoning_tokens") or raw.get("thoughts_tokens"))
-    out = _num(raw.get("output_tokens"))
+    reasoning = as_count(details.get("thinking_tokens") or details.get("reasoning_tokens") or raw.get("thoughts_tokens"))
+    out = as_count(raw.get("output_tokens"))
     return Usage(
         input_tokens=inp,
         cached_input_tokens=min(read, inp),

@@ -151,13 +151,29 @@ def format_validation_error(exc: ValidationError, source: str) -> BadInput:
     return BadInput(msg, hint, code="INVALID_TASK")
 
 
-def parse_mapping(text: str, source: str) -> dict[str, Any]:
-    """Parse YAML or JSON text into a mapping, with a one-line error on failure."""
-    import yaml
+class _YamlError(Exception):
+    """A YAML syntax error, carrying PyYAML's position details (imported only for YAML input)."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.problem_mark = getattr(exc, "problem_mark", None)
+        self.problem = getattr(exc, "problem", None)
+
+
+def _yaml_load(text: str) -> Any:
+    import yaml  # only YAML input pays for the import
 
     try:
-        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _YamlError(exc) from exc
+
+
+def parse_mapping(text: str, source: str) -> dict[str, Any]:
+    """Parse YAML or JSON text into a mapping, with a one-line error on failure."""
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else _yaml_load(text)
+    except (json.JSONDecodeError, _YamlError) as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:

@@ -34,6 +34,16 @@ def user_config_path() -> Path:
     return Path(platformdirs.user_config_dir("bosun")) / "config.toml"
 
 
+def cache_dir() -> Path:
+    """Derived data that is safe to share and to delete (the tokenizer's vocabulary)."""
+    env = os.environ.get("BOSUN_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("bosun"))
+
+
 def db_path() -> Path:
     return bosun_home() / "bosun.db"
 

@@ -27,7 +27,7 @@ def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str],
     """Paths the user changed during the run (committed on the source branch, or uncommitted)
     that the worker changed too."""
     from bosun.isolation import git as g
-    from bosun.isolation.snapshot import user_state
+    from bosun.isolation.snapshot import uncommitted_state
 
     repo = Path(run["repo"])
     base = run["base"]
@@ -41,11 +41,12 @@ def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str],
         out = g.git(["diff", "--name-only", "-z", base, head], repo).stdout
         moved = {p for p in out.split("\0") if p}
         detail = f"source branch moved {base[:10]} -> {head[:10]} ({len(moved)} files), no overlap"
-    before = run["data"].get("uncommitted_at_start") or {}
-    now = user_state(repo).get("paths", {})
+    # Only the worker's paths can conflict, so only they are scanned (cheap on a big repository).
+    before = {p: v for p, v in (run["data"].get("uncommitted_at_start") or {}).items() if p in changed}
+    now = uncommitted_state(repo, sorted(changed))
     touched = {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
-    if touched:
-        detail += f"; {len(touched)} uncommitted file(s) changed during the run, no overlap"
+    if touched - changed:
+        detail += f"; {len(touched - changed)} uncommitted file(s) changed during the run, no overlap"
     conflicts = sorted((moved | touched) & changed)
     return conflicts, detail
 

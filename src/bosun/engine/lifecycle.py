@@ -65,7 +65,7 @@ def prepare(
     """
     from bosun.engine.routing import choose_profile
     from bosun.isolation import git as g
-    from bosun.isolation.snapshot import is_dirty, snapshot_commit, user_state
+    from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
     from bosun.isolation.worktree import create_worktree
 
     repo = g.repo_root(repo_path)
@@ -82,11 +82,12 @@ def prepare(
     scratch = rdir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
 
+    # One scan of the user's tree serves both the snapshot decision and SOURCE_CHANGED later.
+    uncommitted = uncommitted_state(repo)
     # The user's uncommitted work only makes sense on top of their HEAD.
-    carry = carry_uncommitted and base == head
-    snapshot = snapshot_commit(repo, base, scratch) if carry and is_dirty(repo) else None
+    carry = carry_uncommitted and base == head and bool(uncommitted)
+    snapshot = snapshot_commit(repo, base, scratch, known_dirty=True) if carry else None
     start = snapshot or base
-    state_at_start = user_state(repo)
 
     run = {
         "id": run_id,
@@ -106,7 +107,7 @@ def prepare(
             "mode": task.mode.value,
             "task_source": task_source,
             "source_head_at_start": head,
-            "uncommitted_at_start": state_at_start.get("paths", {}),
+            "uncommitted_at_start": uncommitted,
             "routing": choice.to_dict(),
         },
     }
@@ -221,14 +222,16 @@ def verify(ctx: Ctx, run_id: str) -> dict[str, Any]:
 
 
 def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
-    from bosun.isolation.worktree import changed_files, worktree_diff
+    change = scan_change(run)
+    return change.diff, change.changes
 
-    wt = Path(run["worktree"])
+
+def scan_change(run: dict[str, Any]) -> Any:
+    """The worker's change as it is on disk now (diff, files, tree), from one throwaway index."""
+    from bosun.isolation.worktree import worktree_change
+
     scratch = paths.run_dir(run["id"]) / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    diff = worktree_diff(wt, run["start_commit"], scratch)
-    changes = changed_files(wt, run["start_commit"], scratch)
-    return diff, changes
+    return worktree_change(Path(run["worktree"]), run["start_commit"], scratch)
 
 
 def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
@@ -238,15 +241,17 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     run = ctx.store.require_run(run_id)
     task = load_task(run_id)
     settings = ctx.settings(Path(run["repo"]))
-    diff, changes = compute_change(run)
+    from bosun.isolation.worktree import rescan_tree
+
+    change = scan_change(run)
+    diff, changes = change.diff, change.changes
     digest = hashlib.sha256(diff).hexdigest()
     write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
     verification = run_verification(task, Path(run["worktree"]), paths.run_dir(run_id) / "verify-home")
     record.write_doc(run_id, record.VERIFICATION, verification)
     # Verification must not change the change: a test that writes into the tree would otherwise
-    # let unverified bytes through.
-    diff_after, changes_after = compute_change(run)
-    drift = hashlib.sha256(diff_after).hexdigest() != digest
+    # let unverified bytes through. A stat pass over the same index tells.
+    drift = rescan_tree(Path(run["worktree"]), paths.run_dir(run_id) / "scratch") != change.tree
     gates = evaluate(run, task, settings, diff, changes, verification)
     if drift:
         gates.append(_drift_gate())
@@ -537,6 +542,9 @@ def delegate(
     on_prepared: Any = None,
 ) -> dict[str, Any]:
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green."""
+    from bosun.metrics import preload_tokenizer
+
+    preload_tokenizer()
     run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
     run_id = run["id"]
     if on_prepared is not None:

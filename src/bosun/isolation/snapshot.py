@@ -34,14 +34,18 @@ SNAPSHOT_MESSAGE = "bosun: snapshot of uncommitted work"
 NO_SPLIT_INDEX = ["-c", "core.splitIndex=false"]
 
 
-def _status_records(repo: Path | str, untracked: str) -> list[tuple[str, str]]:
+def _status_records(
+    repo: Path | str, untracked: str, only: list[str] | None = None
+) -> list[tuple[str, str]]:
     """``(XY, path)`` for every changed path, from ``status --porcelain -z`` (paths decoded losslessly).
 
     ``--no-renames`` reports a rename as a deletion plus an addition, so both paths appear without
     depending on the user's status.renames setting; R/C records are still parsed in case.
+    ``only`` limits the scan to those paths (taken literally, not as globs).
     """
+    spec = ["--", *(f":(literal){p}" for p in only)] if only else []
     res = git(
-        ["status", "--porcelain", "-z", "--no-renames", f"--untracked-files={untracked}"],
+        ["status", "--porcelain", "-z", "--no-renames", f"--untracked-files={untracked}", *spec],
         repo,
         text=False,
     )
@@ -75,13 +79,16 @@ def uncommitted_paths(repo: Path | str) -> set[str]:
     return {path for _, path in _status_records(repo, "all")}
 
 
-def snapshot_commit(repo: Path | str, parent: str, scratch_dir: Path) -> str | None:
+def snapshot_commit(
+    repo: Path | str, parent: str, scratch_dir: Path, known_dirty: bool | None = None
+) -> str | None:
     """A commit of the user's working tree on top of ``parent``, or None when there is nothing to carry.
 
     Nothing the user can see changes: the index used is a copy, and no ref points at the commit
-    (the caller points the worker's branch at it).
+    (the caller points the worker's branch at it). ``known_dirty`` skips the status scan when the
+    caller has just made one.
     """
-    if not is_dirty(repo):
+    if known_dirty is False or (known_dirty is None and not is_dirty(repo)):
         return None
     scratch_dir.mkdir(parents=True, exist_ok=True)
     index = scratch_dir / "snapshot.index"
@@ -122,9 +129,7 @@ def user_state(repo: Path | str) -> dict[str, Any]:
     head = git(["rev-parse", "--verify", "--quiet", "HEAD"], repo, check=False)
     refs = git(["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"], repo)
     stash = git(["stash", "list"], repo, check=False)
-    paths: dict[str, dict[str, str]] = {}
-    for xy, path in _status_records(repo, "all"):
-        paths[path] = {"status": xy, "sha256": _content_digest(Path(repo) / path)}
+    paths = uncommitted_state(repo)
     return {
         "branch": branch.stdout.strip() if branch.returncode == 0 else None,
         "head": head.stdout.strip() if head.returncode == 0 else None,
@@ -133,6 +138,23 @@ def user_state(repo: Path | str) -> dict[str, Any]:
         "branches": dict(line.split(" ", 1) for line in refs.stdout.splitlines() if line),
         "paths": paths,
     }
+
+
+# Past this many paths a pathspec costs more than it saves (and argv has limits).
+MAX_PATHSPEC = 500
+
+
+def uncommitted_state(repo: Path | str, only: list[str] | None = None) -> dict[str, dict[str, str]]:
+    """``path -> {status, sha256}`` for every uncommitted or untracked path (or only those of ``only``)."""
+    if only is not None and not only:
+        return {}
+    limit = only if only is not None and len(only) <= MAX_PATHSPEC else None
+    paths: dict[str, dict[str, str]] = {}
+    for xy, path in _status_records(repo, "all", limit):
+        if only is not None and limit is None and path not in only:
+            continue
+        paths[path] = {"status": xy, "sha256": _content_digest(Path(repo) / path)}
+    return paths
 
 
 def _content_digest(path: Path) -> str:

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from bosun.changes import FileChange
@@ -108,9 +109,47 @@ def tree_of_worktree(worktree: Path, start: str, scratch_dir: Path) -> str:
     return git(["write-tree"], worktree, env=env).stdout.strip()
 
 
+@dataclass(frozen=True)
+class WorktreeChange:
+    """The worker's change, from one throwaway index: the canonical diff, the files, the tree."""
+
+    diff: bytes
+    changes: list[FileChange]
+    tree: str
+
+
+def worktree_change(worktree: Path, start: str, scratch_dir: Path) -> WorktreeChange:
+    """Diff, changed files and tree of the worktree against ``start``, building the index once.
+
+    Same bytes as ``worktree_diff`` and the same list as ``changed_files``; on a large repository
+    one index build instead of two is most of the cost of verification's bookkeeping.
+    """
+    env = _throwaway_index(worktree, start, scratch_dir)
+    diff = git(
+        [*_QUOTE_PATHS, "diff-index", "--cached", "-p", *_DIFF_OPTS, start, "--"], worktree, env=env, text=False
+    ).stdout
+    tree = git(["write-tree"], worktree, env=env).stdout.strip()
+    return WorktreeChange(diff, _changes_from_index(worktree, start, env), tree)  # type: ignore[arg-type]
+
+
+def rescan_tree(worktree: Path, scratch_dir: Path) -> str:
+    """The worktree's tree now, reusing the index ``worktree_change`` left in ``scratch_dir``.
+
+    Only a stat pass (``add -A`` on an index that already matches): the cheap way to see whether
+    anything changed since (verification writing into the tree, say).
+    """
+    env = {"GIT_INDEX_FILE": str(scratch_dir / "diff.index")}
+    git([*NO_SPLIT_INDEX, "add", "-A"], worktree, env=env)
+    return git(["write-tree"], worktree, env=env).stdout.strip()
+
+
 def changed_files(worktree: Path, start: str, scratch_dir: Path) -> list[FileChange]:
     """One ``FileChange`` per touched path, with real (unquoted) paths, modes and line counts."""
     env = _throwaway_index(worktree, start, scratch_dir)
+    return _changes_from_index(worktree, start, env)
+
+
+def _changes_from_index(worktree: Path, start: str, env: dict[str, str]) -> list[FileChange]:
     raw = git(["diff-index", "--cached", "--raw", "-z", "-M", start, "--"], worktree, env=env, text=False)
     num = git(["diff-index", "--cached", "--numstat", "-z", "-M", start, "--"], worktree, env=env, text=False)
     counts = _parse_numstat(num.stdout)  # type: ignore[arg-type]

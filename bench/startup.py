@@ -1,0 +1,189 @@
+"""Startup time of the read-only CLI paths: `bosun --help`, `bosun show RUN --json`, `bosun list --json`.
+
+"Cold" means a fresh process each time, not a cold disk cache: the first run is discarded (hyperfine
+``--warmup 1``, or the fallback loop's first iteration) so the page cache holds the interpreter, the
+venv and bosun's .pyc files. Bytecode is cached under the temp dir (PYTHONPYCACHEPREFIX), as it is
+next to the sources on a normal install; PYTHONDONTWRITEBYTECODE is dropped from the
+environment. ``python -c pass`` with the same interpreter is the floor.
+
+Uses hyperfine (``--shell=none``) when it is installed, else a loop of subprocess runs (median of at
+least 20). Run on its own: ``.venv/bin/python bench/startup.py [--runs 30] [--python-loop]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_MS = 60.0
+MIN_RUNS = 20
+
+
+def bosun_argv() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m bosun``."""
+    script = Path(sys.executable).parent / "bosun"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bosun"]
+
+
+def isolated_env(tmp: Path) -> dict[str, str]:
+    """The benchmark's environment: its own BOSUN_HOME, no user config, a fixed git identity."""
+    env = dict(os.environ)
+    gitconfig = tmp / "gitconfig"
+    if not gitconfig.exists():
+        gitconfig.write_text("[user]\n\tname = bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
+    env.update(
+        BOSUN_HOME=str(tmp / "bosun-home"),
+        BOSUN_CONFIG=str(tmp / "no-user-config.toml"),
+        GIT_CONFIG_GLOBAL=str(gitconfig),
+        GIT_CONFIG_NOSYSTEM="1",
+    )
+    for key in ("PARENT_AGENT", "BOSUN_PROFILE", "BOSUN_MAX_CONCURRENT_RUNS"):
+        env.pop(key, None)
+    # Bytecode is cached as on any normal install (the first, discarded run writes it), but in the
+    # temp dir: nothing is written next to the sources. An inherited PYTHONDONTWRITEBYTECODE would
+    # make every run recompile all of bosun.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
+
+
+def seed_runs(tmp: Path, env: dict[str, str], count: int = 3) -> str:
+    """A tiny repository and ``count`` delegated runs, so `show` and `list` have something to read."""
+    repo = tmp / "startup-repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# startup fixture\n")
+    (repo / "bosun.toml").write_text('[profiles.noop]\nadapter = "command"\ncommand = ["true"]\n')
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    task = tmp / "startup-task.json"
+    task.write_text(json.dumps({"title": "startup fixture", "prompt": "nothing", "verify": ["true"]}))
+    run_id = ""
+    for _ in range(count):
+        res = subprocess.run(
+            [*bosun_argv(), "delegate", str(task), "--profile", "noop", "--json", "--repo", str(repo)],
+            env=env, capture_output=True, text=True, check=False,
+        )
+        run_id = json.loads(res.stdout)["id"]
+    return run_id
+
+
+def _hyperfine(cmds: dict[str, list[str]], env: dict[str, str], runs: int, tmp: Path) -> dict[str, dict]:
+    out = tmp / "hyperfine.json"
+    argv = ["hyperfine", "--shell=none", "--warmup", "1", "--runs", str(runs), "--style", "none",
+            "--export-json", str(out)]
+    for name, cmd in cmds.items():
+        argv += ["--command-name", name, shlex.join(cmd)]
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    results = json.loads(out.read_text())["results"]
+    return {r["command"]: _stats([t * 1000 for t in r["times"]]) for r in results}
+
+
+def _loop(cmds: dict[str, list[str]], env: dict[str, str], runs: int) -> dict[str, dict]:
+    stats = {}
+    for name, cmd in cmds.items():
+        times = []
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if i:  # the first run only warms the page cache
+                times.append(elapsed)
+        stats[name] = _stats(times)
+    return stats
+
+
+def _stats(times_ms: list[float]) -> dict:
+    return {
+        "median_ms": statistics.median(times_ms),
+        "min_ms": min(times_ms),
+        "mean_ms": statistics.fmean(times_ms),
+        "stdev_ms": statistics.stdev(times_ms) if len(times_ms) > 1 else 0.0,
+        "runs": len(times_ms),
+    }
+
+
+def import_costs(cmd: list[str], env: dict[str, str], top: int = 15) -> list[tuple[str, float, int]]:
+    """The ``top`` slowest imports of one run of ``cmd`` under ``-X importtime``: (module, cumulative ms, depth).
+
+    Only the first two levels of the import tree are kept, so a parent and its children are not all
+    listed; depth 0 is a top-level import.
+    """
+    rest = cmd[1:] if cmd[0] == sys.executable else cmd
+    res = subprocess.run([sys.executable, "-X", "importtime", *rest], env=env, capture_output=True, text=True, check=False)
+    rows = []
+    for line in res.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( +)(\S+)", line)
+        if m:
+            depth = (len(m.group(3)) - 1) // 2
+            if depth <= 1:
+                rows.append((m.group(4), int(m.group(2)) / 1000, depth))
+    return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+def run_startup(tmp: Path, env: dict[str, str], run_id: str, runs: int = 30, force_loop: bool = False) -> dict:
+    runs = max(runs, MIN_RUNS)
+    bosun = bosun_argv()
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "bosun --help": [*bosun, "--help"],
+        "bosun show RUN --json": [*bosun, "show", run_id, "--json"],
+        "bosun list --json": [*bosun, "list", "--json"],
+    }
+    use_hyperfine = shutil.which("hyperfine") is not None and not force_loop
+    load_before = os.getloadavg()
+    stats = _hyperfine(cmds, env, runs, tmp) if use_hyperfine else _loop(cmds, env, runs)
+    if use_hyperfine:
+        method = f"hyperfine --shell=none --warmup 1 --runs {runs}"
+    else:
+        method = f"subprocess loop, {runs} runs after 1 discarded"
+    for name, st in stats.items():
+        st["target_ms"] = None if name == "python -c pass" else TARGET_MS
+        st["met"] = None if st["target_ms"] is None else st["median_ms"] <= TARGET_MS
+    missed = [name for name, st in stats.items() if st["met"] is False]
+    imports = {name: import_costs(cmds[name], env) for name in missed}
+    return {"method": method, "stats": stats, "imports": imports, "load": [load_before, os.getloadavg()]}
+
+
+def format_startup(result: dict) -> str:
+    load = result.get("load")
+    where = f"; load average {load[0][0]:.2f} before, {load[1][0]:.2f} after" if load else ""
+    lines = [f"startup ({result['method']}; fresh process each run, warm page cache{where})", ""]
+    lines.append(f"{'command':<24}{'median ms':>10}{'min ms':>9}{'mean ms':>9}{'target':>9}  met")
+    for name, st in result["stats"].items():
+        target = "-" if st["target_ms"] is None else f"{st['target_ms']:.0f}"
+        met = "-" if st["met"] is None else ("yes" if st["met"] else "NO")
+        lines.append(
+            f"{name:<24}{st['median_ms']:>10.1f}{st['min_ms']:>9.1f}{st['mean_ms']:>9.1f}{target:>9}  {met}"
+        )
+    for name, rows in result["imports"].items():
+        lines += ["", f"top import costs of `{name}` (python -X importtime, cumulative ms):"]
+        lines += [f"  {ms:8.1f}  {'  ' * depth}{mod}" for mod, ms, depth in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=30, help=f"timed runs per command (at least {MIN_RUNS})")
+    ap.add_argument("--python-loop", action="store_true", help="time with a subprocess loop even if hyperfine exists")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bosun-bench-startup-") as d:
+        tmp = Path(d)
+        env = isolated_env(tmp)
+        run_id = seed_runs(tmp, env)
+        result = run_startup(tmp, env, run_id, args.runs, args.python_loop)
+    print(format_startup(result))
+    return 0 if all(st["met"] is not False for st in result["stats"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

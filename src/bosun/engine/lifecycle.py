@@ -115,7 +115,7 @@ def prepare(
     with locks.concurrency_slot(ctx.store.count_active, settings.max_concurrent_runs, wait):
         ctx.store.insert_run(run, prompt=task.prompt)
     try:
-        create_worktree(repo, wt, branch, start)
+        create_worktree(repo, wt, branch, start, scratch)
     except BosunError as exc:
         _fail(ctx, run_id, S.PREPARED, f"worktree creation failed: {exc.message}")
         raise

@@ -49,8 +49,14 @@ def is_ancestor(repo: Path | str, a: str, b: str) -> bool:
     raise GitError.from_failure(["merge-base", "--is-ancestor", a, b], res.returncode, res.stderr, repo)
 
 
-def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> None:
-    """Add a worktree at ``path`` on a new ``branch`` pointing at ``start``."""
+def create_worktree(
+    repo: Path | str, path: Path, branch: str, start: str, scratch_dir: Path | None = None
+) -> None:
+    """Add a worktree at ``path`` on a new ``branch`` pointing at ``start``.
+
+    With ``scratch_dir``, the fresh index's fingerprint is recorded there: while the worktree's index
+    still has it, later scans can trust it as ``start`` plus a stat cache (see ``_throwaway_index``).
+    """
     # Checked as a full ref name: --branch would expand "@{-1}" and friends.
     valid = git(["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
     if not valid or branch.startswith("-"):
@@ -62,6 +68,20 @@ def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> No
     path.parent.mkdir(parents=True, exist_ok=True)
     # --no-track: never write upstream config into the user's repository.
     git(["worktree", "add", "--quiet", "--no-track", "-b", branch, os.path.abspath(path), start], repo)
+    if scratch_dir is not None:
+        scratch_dir.mkdir(parents=True, exist_ok=True)
+        (scratch_dir / PRISTINE_INDEX).write_text(_index_fingerprint(git_path(path, "index")) or "")
+
+
+PRISTINE_INDEX = "worktree-index.fingerprint"
+
+
+def _index_fingerprint(index: Path) -> str | None:
+    try:
+        st = index.stat()
+    except OSError:
+        return None
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _throwaway_index(worktree: Path, start: str, scratch_dir: Path) -> dict[str, str]:
@@ -77,6 +97,12 @@ def _throwaway_index(worktree: Path, start: str, scratch_dir: Path) -> dict[str,
     own = git_path(worktree, "index")
     if own.is_file():
         shutil.copy2(own, index)
+        recorded = scratch_dir / PRISTINE_INDEX
+        if recorded.is_file() and recorded.read_text() == _index_fingerprint(own):
+            # Nobody touched the worktree's index since it was checked out at ``start``: its entries
+            # are ``start`` already, so the (on a big repository, costly) reset can be skipped.
+            git([*NO_SPLIT_INDEX, "add", "-A"], worktree, env=env)
+            return env
     res = git([*NO_SPLIT_INDEX, "read-tree", "--reset", start], worktree, env=env, check=False)
     if res.returncode != 0:
         # The worker's index is unreadable (it may have damaged it): start from nothing.

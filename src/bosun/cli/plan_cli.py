@@ -1,16 +1,377 @@
-"""`bosun plan ...`: parser and handlers for plans (many tasks as a dependency graph)."""
+"""`bosun plan ...`: parser and handlers for plans (many tasks as a dependency graph).
+
+The parser is argparse only (``bosun --help`` must stay fast); every handler imports what it needs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
+
+PLAN_DESCRIPTION = """\
+Run many tasks as a dependency graph. Tasks whose dependencies are merged run in parallel waves,
+each in its own worktree started from the plan's integration branch (bosun/plan/<id>); every green,
+approved task is merged there, the plan's verify runs after each wave, and when all waves are green
+the result lands on your branch as one commit (never pushed). docs/plans.md describes the file.
+"""
+
+PLAN_EPILOG = """\
+typical flow:
+  bosun plan check plan.yaml            validate: ids, dependencies, cycles, overlapping owns
+  bosun plan run plan.yaml              run it (--no-merge keeps the result on bosun/plan/<id>)
+  bosun plan watch PLAN                 follow it live (--json: one event per line)
+  bosun plan continue PLAN --plan fixed.yaml   after a conflict or failure
+  bosun plan resume PLAN                after bosun was killed
+  bosun plan abort PLAN                 remove its worktrees and branches (records stay)
+
+exit codes: 0 succeeded, 1 failed or cancelled, 2 invalid plan, 5 busy, 6 paused (conflict)
+"""
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+
+
+def _plan_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan_id", metavar="PLAN", help="a plan id (see `bosun plan list`)")
 
 
 def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("plan", help="run many tasks as a dependency graph in parallel waves")
-    p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
+    p = sub.add_parser(
+        "plan", help="run many tasks as a dependency graph in parallel waves", description=PLAN_DESCRIPTION,
+        epilog=PLAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    psub = p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return psub.add_parser(name, help=help, description=help)
+
+    c = add("check", "validate a plan file without running anything (exit 2 lists every problem)")
+    c.add_argument("plan", metavar="PLAN_FILE", help="plan file (YAML or JSON)")
+    c.add_argument("--repo", default=".", help="repository whose bosun.toml names the profiles (default: cwd)")
+    _json(c)
+
+    c = add("run", "run a plan: waves of parallel tasks, merged through bosun/plan/<id>, then landed")
+    c.add_argument("plan", metavar="PLAN_FILE", help="plan file (YAML or JSON)")
+    c.add_argument("--profile", help="worker profile for every task's first attempt (retries rotate in its tier)")
+    c.add_argument("--no-merge", action="store_true", help="stop at the integration branch; do not land on your branch")
+    c.add_argument("--repo", default=".", help="the git repository (default: the current directory)")
+    c.add_argument("--quiet", action="store_true", help="no live progress")
+    _json(c)
+
+    c = add("status", "a plan's state, waves, tasks and runs")
+    _plan_id(c)
+    _json(c)
+
+    c = add("list", "list plans, newest first")
+    c.add_argument("--state", help="only plans in this state")
+    c.add_argument("--limit", type=int, default=50)
+    _json(c)
+
+    c = add("watch", "follow a plan live until it ends (--json: one JSON object per event per line)")
+    _plan_id(c)
+    c.add_argument("--interval", type=float, default=0.25, help="poll interval in seconds")
+    _json(c)
+
+    c = add("continue", "run a paused, failed or cancelled plan again, optionally with a fixed plan file")
+    _plan_id(c)
+    c.add_argument("--plan", dest="fixed", metavar="PLAN_FILE", help="fixed plan: may change tasks not merged yet")
+    c.add_argument("--quiet", action="store_true", help="no live progress")
+    _json(c)
+
+    c = add("resume", "continue a plan whose bosun process died (merged tasks are not redone)")
+    _plan_id(c)
+    c.add_argument("--quiet", action="store_true", help="no live progress")
+    _json(c)
+
+    c = add("cancel", "stop a plan's workers; what was merged stays on its integration branch")
+    _plan_id(c)
+    _json(c)
+
+    c = add("abort", "remove every worktree and branch a stopped plan made (run records stay)")
+    _plan_id(c)
+    _json(c)
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def run_plan_command(args: argparse.Namespace) -> int:
-    from bosun.errors import BadInput
+    from bosun.errors import BadInput, BosunError
 
-    raise BadInput("plans are not available yet", "run tasks one by one with `bosun delegate`")
+    cmd = getattr(args, "plan_command", None)
+    if not cmd:
+        raise BadInput("usage: bosun plan {check,run,status,list,watch,continue,resume,cancel,abort} ...",
+                       "`bosun plan --help` describes each")
+    handler = globals()["_cmd_" + cmd]
+    try:
+        code: int = handler(args)
+        return code
+    except BosunError as err:
+        if not getattr(args, "json", False):
+            problems = getattr(err, "problems", None)
+            if problems and len(problems) > 1:
+                _print_problems(problems)
+                return err.exit_code
+            raise
+        from bosun.cli.dispatch import emit_json
+
+        out: dict[str, Any] = {"id": getattr(args, "plan_id", None) or getattr(args, "_created_plan", None),
+                               "state": None, "error": err.to_dict()}
+        problems = getattr(err, "problems", None)
+        if problems is not None:
+            out["problems"] = [p.to_dict() for p in problems]
+        if out["id"]:
+            try:
+                ctx = _ctx()
+                from bosun.plans.status import plan_result
+                from bosun.store.plans import PlanStore
+
+                row = PlanStore(ctx.store).get_plan(out["id"])
+                if row is not None:
+                    out = {**plan_result(ctx.store, row), "error": err.to_dict()}
+            except BosunError:
+                pass
+        emit_json(out)
+        return err.exit_code
+
+
+def _ctx() -> Any:
+    from bosun.engine.lifecycle import Ctx
+    from bosun.store.db import open_store
+
+    return Ctx(open_store())
+
+
+def _checked(args: argparse.Namespace) -> str:
+    from bosun.plans.runner import check_plan_id
+
+    return check_plan_id(args.plan_id)
+
+
+def _exit_for(state: str) -> int:
+    from bosun.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_OK
+
+    return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(state, EXIT_ERROR)
+
+
+def _print_problems(problems: list[Any]) -> None:
+    sys.stderr.write(f"bosun: error: the plan has {len(problems)} problem{'s' if len(problems) != 1 else ''}:\n")
+    for p in problems:
+        sys.stderr.write(f"  {p.code}: {p.message}\n")
+        if p.hint:
+            sys.stderr.write(f"    hint: {p.hint}\n")
+
+
+def _finish(args: argparse.Namespace, ctx: Any, row: dict[str, Any], code: int | None = None) -> int:
+    from bosun.cli.dispatch import emit_json
+    from bosun.plans.status import plan_result, print_plan
+
+    result = plan_result(ctx.store, row)
+    if args.json:
+        emit_json(result)
+    else:
+        print_plan(result)
+    return _exit_for(row["state"]) if code is None else code
+
+
+def _live(args: argparse.Namespace) -> tuple[Any, Any]:
+    """A thread printing the plan's events to stderr while this process drives it."""
+    if args.json or getattr(args, "quiet", False):
+        return None, None
+    import threading
+
+    from bosun.plans.events import describe
+    from bosun.plans.runner import watch_thread
+    from bosun.store.db import open_store
+
+    ref: list[str] = []
+    stop = threading.Event()
+
+    def emit(ev: dict[str, Any]) -> None:
+        sys.stderr.write(describe(ev) + "\n")
+        sys.stderr.flush()
+
+    thread = watch_thread(open_store, ref, emit, stop)
+    return (ref, stop), thread
+
+
+def _stop_live(live: Any, thread: Any) -> None:
+    if thread is not None:
+        live[1].set()
+        thread.join(timeout=5)
+
+
+# -- verbs ----------------------------------------------------------------------------------------
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bosun.cli.dispatch import emit_json
+    from bosun.errors import EXIT_BAD_INPUT, EXIT_OK, BosunError
+    from bosun.plans.model import load_plan_file
+    from bosun.plans.runner import profile_problems
+    from bosun.plans.validate import check_plan
+
+    try:
+        plan = load_plan_file(args.plan)
+    except BosunError as err:
+        if not args.json:
+            raise
+        emit_json({"ok": False, "plan": args.plan, "title": None, "tasks": 0, "waves": None,
+                   "problems": [{**err.to_dict(), "tasks": []}], "warnings": [], "error": err.to_dict()})
+        return err.exit_code
+    problems, waves = check_plan(plan)
+    try:
+        from bosun.config import load_settings
+        from bosun.isolation.git import repo_root
+
+        problems += profile_problems(plan, load_settings(repo_root(Path(args.repo))), None)
+    except BosunError:
+        pass  # not in a repository (or its config is broken): profiles are checked by `plan run`
+    if args.json:
+        emit_json({
+            "ok": not problems, "plan": args.plan, "title": plan.title, "tasks": len(plan.tasks),
+            "waves": waves if not problems else None, "problems": [p.to_dict() for p in problems],
+            "warnings": [w.to_dict() for w in plan.warnings],
+        })
+        return EXIT_BAD_INPUT if problems else EXIT_OK
+    for w in plan.warnings:
+        sys.stderr.write(f"bosun: warning: {w.message}\n")
+    if problems:
+        _print_problems(problems)
+        return EXIT_BAD_INPUT
+    assert waves is not None
+    sys.stdout.write(f"plan ok: {plan.title}: {len(plan.tasks)} task(s) in {len(waves)} wave(s)\n")
+    for n, wave in enumerate(waves, start=1):
+        sys.stdout.write(f"  wave {n}: {', '.join(wave)}\n")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bosun.plans.model import load_plan_file
+    from bosun.plans.runner import start_plan
+
+    plan = load_plan_file(args.plan)
+    if not args.json:
+        for w in plan.warnings:
+            sys.stderr.write(f"bosun: warning: {w.message}\n")
+    ctx = _ctx()
+    live, thread = _live(args)
+
+    def on_created(plan_id: str) -> None:
+        args._created_plan = plan_id
+        if live is not None:
+            live[0].append(plan_id)
+        if not args.json and not args.quiet:
+            sys.stderr.write(f"bosun: plan {plan_id} started; integration branch bosun/plan/{plan_id}\n")
+
+    try:
+        row = start_plan(ctx, plan, Path(args.repo), args.profile, no_merge=args.no_merge, on_created=on_created)
+    finally:
+        _stop_live(live, thread)
+    return _finish(args, ctx, row)
+
+
+def _drive_existing(args: argparse.Namespace, fixed_path: str | None, resume: bool) -> int:
+    from bosun.plans.model import load_plan_file
+    from bosun.plans.runner import continue_plan
+
+    plan_id = _checked(args)
+    fixed = load_plan_file(fixed_path) if fixed_path else None
+    ctx = _ctx()
+    live, thread = _live(args)
+    if live is not None:
+        live[0].append(plan_id)
+    try:
+        row = continue_plan(ctx, plan_id, fixed, resume=resume)
+    finally:
+        _stop_live(live, thread)
+    return _finish(args, ctx, row)
+
+
+def _cmd_continue(args: argparse.Namespace) -> int:
+    return _drive_existing(args, args.fixed, resume=False)
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    return _drive_existing(args, None, resume=True)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from bosun.errors import EXIT_OK
+    from bosun.store.plans import PlanStore
+
+    plan_id = _checked(args)
+    ctx = _ctx()
+    row = PlanStore(ctx.store).require_plan(plan_id)
+    return _finish(args, ctx, row, EXIT_OK)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import time
+
+    from bosun.cli.dispatch import emit_json
+    from bosun.errors import EXIT_OK, BadInput
+    from bosun.plans.model import PLAN_STATES
+    from bosun.store.plans import PlanStore
+
+    if args.state and args.state not in PLAN_STATES:
+        raise BadInput(f"unknown plan state {args.state!r}", "states: " + ", ".join(PLAN_STATES))
+    ctx = _ctx()
+    rows = PlanStore(ctx.store).list_plans(args.state, args.limit)
+    items = [{"id": r["id"], "state": r["state"], "title": r["title"], "source_branch": r["source_branch"],
+              "integration_branch": r["integration_branch"], "created_at": r["created_at"]} for r in rows]
+    if args.json:
+        emit_json({"plans": items, "count": len(items)})
+        return EXIT_OK
+    if not items:
+        sys.stdout.write("no plans yet; `bosun plan run plan.yaml` starts one\n")
+    for it in items:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(it["created_at"]))
+        sys.stdout.write(f"{it['id']}  {it['state']:<9} {when}  {it['title'][:60]}\n")
+    return EXIT_OK
+
+
+def _cmd_watch(args: argparse.Namespace) -> int:
+    from bosun.cli.dispatch import emit_json
+    from bosun.errors import EXIT_OK
+    from bosun.plans.events import describe, event_json, follow
+    from bosun.store.plans import PlanStore
+
+    plan_id = _checked(args)
+    ctx = _ctx()
+    ps = PlanStore(ctx.store)
+    ps.require_plan(plan_id)
+
+    def emit(ev: dict[str, Any]) -> None:
+        if args.json:
+            emit_json(event_json(ev))
+        else:
+            sys.stdout.write(describe(ev) + "\n")
+            sys.stdout.flush()
+
+    row = follow(ps, plan_id, emit, interval=max(0.05, args.interval))
+    if row["state"] == "running" and not args.json:
+        sys.stdout.write(f"the process running plan {plan_id} is gone: `bosun plan resume {plan_id}` continues it\n")
+    return EXIT_OK
+
+
+def _cmd_cancel(args: argparse.Namespace) -> int:
+    from bosun.errors import EXIT_OK
+    from bosun.plans.runner import cancel_plan
+
+    ctx = _ctx()
+    return _finish(args, ctx, cancel_plan(ctx, _checked(args)), EXIT_OK)
+
+
+def _cmd_abort(args: argparse.Namespace) -> int:
+    from bosun.errors import EXIT_OK
+    from bosun.plans.runner import abort_plan
+
+    ctx = _ctx()
+    return _finish(args, ctx, abort_plan(ctx, _checked(args)), EXIT_OK)

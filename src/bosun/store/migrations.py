@@ -65,10 +65,60 @@ M002_RUN_SEARCH = """
         CREATE VIRTUAL TABLE run_search USING fts5(run_id UNINDEXED, title, prompt);
 """
 
+# Plans (bosun.plans): the plan, one row per task, and the event stream `bosun plan watch` follows.
+M003_PLANS = """
+        CREATE TABLE plans (
+            id TEXT PRIMARY KEY,
+            state TEXT NOT NULL,
+            title TEXT NOT NULL,
+            repo TEXT NOT NULL,
+            source_branch TEXT NOT NULL,
+            source_head TEXT NOT NULL,        -- the source branch head at the checkpoint
+            checkpoint TEXT NOT NULL,         -- snapshot of the uncommitted work, or source_head
+            integration_branch TEXT NOT NULL,
+            document TEXT NOT NULL,           -- the plan file as JSON (parsed again on resume)
+            current_wave INTEGER NOT NULL DEFAULT 0,
+            profile TEXT,
+            no_merge INTEGER NOT NULL DEFAULT 0,
+            merged_commit TEXT,               -- what landed on the source branch
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            data TEXT NOT NULL DEFAULT '{}'   -- JSON: error, conflict, verified head, pending landing
+        );
+        CREATE INDEX plans_state ON plans(state);
+        CREATE TABLE plan_tasks (
+            plan_id TEXT NOT NULL REFERENCES plans(id),
+            task_id TEXT NOT NULL,
+            position INTEGER NOT NULL,        -- order in the plan file
+            wave INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            run_id TEXT,                      -- the current (latest) run
+            attempts INTEGER NOT NULL DEFAULT 0,
+            definition TEXT NOT NULL,         -- sha256 of the task as planned
+            merged_commit TEXT,               -- the integration branch head after its merge
+            updated_at REAL NOT NULL,
+            data TEXT NOT NULL DEFAULT '{}',  -- JSON: runs, profiles tried, failures, landing, conflict
+            PRIMARY KEY (plan_id, task_id)
+        );
+        CREATE TABLE plan_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            plan_id TEXT NOT NULL REFERENCES plans(id),
+            at REAL NOT NULL,
+            pid INTEGER NOT NULL,
+            kind TEXT NOT NULL,               -- plan, wave, task, land
+            task_id TEXT,
+            state TEXT,
+            detail TEXT NOT NULL DEFAULT '',
+            data TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX plan_events_plan ON plan_events(plan_id, id)
+"""
+
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_runs", M001_RUNS),
     ("002_run_search", M002_RUN_SEARCH),
+    ("003_plans", M003_PLANS),
 ]
 
 

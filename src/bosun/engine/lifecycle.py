@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import time
@@ -41,7 +40,8 @@ class Ctx:
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+    # os.urandom rather than `secrets`: same randomness, without its import on every delegate.
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -57,8 +57,12 @@ def prepare(
     plan_id: str | None = None,
     task_source: str | None = None,
     carry_uncommitted: bool = True,
+    warm_tokenizer: bool = False,
 ) -> dict[str, Any]:
     """Validate everything, then create the run, its snapshot and its worktree.
+
+    ``warm_tokenizer`` starts loading the receipt's tokenizer while git checks out the worktree
+    (the load holds the interpreter lock; a git subprocess does not need it).
 
     ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
     tasks start from the integration branch, which already holds the user's snapshot).
@@ -114,6 +118,10 @@ def prepare(
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
     with locks.concurrency_slot(ctx.store.count_active, settings.max_concurrent_runs, wait):
         ctx.store.insert_run(run, prompt=task.prompt)
+    if warm_tokenizer:
+        from bosun.metrics import preload_tokenizer
+
+        preload_tokenizer()
     try:
         create_worktree(repo, wt, branch, start, scratch)
     except BosunError as exc:
@@ -542,10 +550,7 @@ def delegate(
     on_prepared: Any = None,
 ) -> dict[str, Any]:
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green."""
-    from bosun.metrics import preload_tokenizer
-
-    preload_tokenizer()
-    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
+    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source, warm_tokenizer=True)
     run_id = run["id"]
     if on_prepared is not None:
         on_prepared(run_id)

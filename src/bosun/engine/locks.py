@@ -47,10 +47,22 @@ def owner_alive(owner: dict[str, Any] | None) -> bool:
 
 
 @contextmanager
-def _reclaim_guard() -> Iterator[None]:
-    from filelock import FileLock
+def _flock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path``, released when the block ends or the process dies."""
+    import fcntl
 
-    with FileLock(str(locks_dir() / ".reclaim.lock"), timeout=30):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+@contextmanager
+def _reclaim_guard() -> Iterator[None]:
+    with _flock(locks_dir() / ".reclaim.lock"):
         yield
 
 
@@ -111,20 +123,13 @@ def concurrency_slot(
 
     Raises Busy when ``cap`` runs are active, unless ``wait`` (then polls until a slot frees).
     """
-    from filelock import FileLock
-
-    lock = FileLock(str(locks_dir() / ".cap.lock"), timeout=60)
     started = time.monotonic()
     while True:
-        lock.acquire()
-        active = count_active()
-        if active < cap:
-            try:
+        with _flock(locks_dir() / ".cap.lock"):
+            active = count_active()
+            if active < cap:
                 yield
-            finally:
-                lock.release()
-            return
-        lock.release()
+                return
         if not wait or (max_wait_s is not None and time.monotonic() - started > max_wait_s):
             raise Busy(
                 f"{active} runs are active, the cap is max_concurrent_runs = {cap}",

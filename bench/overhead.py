@@ -13,7 +13,7 @@ temp dir) this measures the wall time of
 and ``overhead = delegate - bare - git worktree add``. Targets: at most 0.3 s on both sizes.
 
 A breakdown comes from the same delegate run in-process, with the library functions it calls
-(create_worktree, snapshot_commit, user_state, worktree_diff, changed_files, gates, verification,
+(create_worktree, snapshot_commit, uncommitted_state, worktree_change, rescan_tree, gates, verification,
 store writes, report, tokenizer) wrapped in timers. Then the startup of the read-only CLI paths
 (bench/startup.py).
 

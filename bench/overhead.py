@@ -317,7 +317,6 @@ PROBES = (
     ("bosun.contract", "load_contract", "load task contract"),
     ("bosun.engine.lifecycle", "prepare", "prepare (phase)"),
     ("bosun.isolation.worktree", "create_worktree", "  create_worktree"),
-    ("bosun.isolation.snapshot", "is_dirty", "  is_dirty"),
     ("bosun.isolation.snapshot", "snapshot_commit", "  snapshot_commit"),
     ("bosun.isolation.snapshot", "uncommitted_state", "  uncommitted_state (prepare + gates)"),
     ("bosun.engine.lifecycle", "work", "work (phase)"),

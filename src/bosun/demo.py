@@ -204,3 +204,6 @@ def _show_result(console: Any, r: dict[str, Any], repo: Path) -> None:
                       f"to read bosun's result ({s['compression']}x); est. saving ${s['saving_usd']:.5f} "
                       f"at ${s['parent_prices']['input']}/${s['parent_prices']['output']} per M "
                       f"({s['parent_prices_date']})")
+        if s["saving_usd"] <= 0:
+            console.print("  (a one-line fix is cheaper to make than to delegate: the receipt says so. The "
+                          "saving grows with the files a parent would have to read and the lines it would write.)")

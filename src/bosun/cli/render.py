@@ -37,7 +37,9 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
         for g in r["gates"]:
             out(f"  {_MARK[g['ok']]} {g['code']:<20} {g['detail']}\n")
     u = r.get("usage")
-    if u:
+    if u and not (u.get("input_tokens") or u.get("output_tokens")):
+        out("tokens: not reported by the worker\n")
+    elif u:
         cost = r.get("cost_usd")
         cost_s = f", ${cost:.4f}" if isinstance(cost, int | float) else ""
         out(f"tokens: {u.get('input_tokens', 0)} in ({u.get('cached_input_tokens', 0)} cached), "

@@ -275,3 +275,33 @@ def test_explore_mode_that_changes_files_is_rejected(cli, repo, tmp_path):
     task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
     code, res = delegate(cli, repo, task, "--profile", "fix")
     assert code == 3 and gate(res, "NO_CHANGES")["ok"] is False
+
+
+def test_cleanup_never_deletes_unmerged_work_without_force(cli, repo, task_file):
+    code, res = delegate(cli, repo, task_file, "--profile", "fix")
+    run_id, wt = res["id"], Path(res["worktree"])
+    code, out = cli("cleanup", run_id, "--json")
+    assert code == 2 and "not merged" in out["error"]["message"]
+    assert (wt / "src" / "calc.py").read_text().count("a + b") == 1  # still there
+    code, out = cli("cleanup", run_id, "--force", "--json")
+    assert code == 0 and out["state"] == "cleaned" and not wt.exists()
+    # What the worker wrote is kept in the run directory.
+    assert "+    return a + b" in (Path(out["run_dir"]) / "final.patch").read_text()
+    assert f"bosun/{run_id}" not in git(repo, "branch", "--list")
+
+
+def test_wait_queues_for_a_slot(cli, repo, task_file, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("BOSUN_MAX_CONCURRENT_RUNS", "1")
+    code, first = cli("prepare", str(task_file), "--repo", str(repo), "--json")
+    assert code == 0
+    from bosun.engine.lifecycle import Ctx, discard
+    from bosun.store.db import open_store
+
+    # Free the slot a moment later, from another thread, as another process would.
+    timer = threading.Timer(1.0, lambda: discard(Ctx(open_store()), first["id"]))
+    timer.start()
+    code, second = cli("prepare", str(task_file), "--repo", str(repo), "--wait", "--json")
+    timer.join()
+    assert code == 0 and second["state"] == "prepared"

@@ -15,7 +15,7 @@ import pytest
 from bosun.replay import ReplayServer
 from tests.conftest import task_yaml
 from tests.e2e.cli_support import cli_binary
-from tests.e2e.worker_support import events, processes_of
+from tests.e2e.worker_support import add_profile, events, processes_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 
@@ -38,20 +38,6 @@ def _key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "dummy")
 
 
-def add_profile(repo: Path, binary: str, base_url: str, name: str = "oc", **extra: str) -> None:
-    lines = [
-        f"\n[profiles.{name}]",
-        'adapter = "opencode"',
-        'model = "mock-model"',
-        f'base_url = "{base_url}"',
-        f'api_key_env = "{KEY_ENV}"',
-        f'binary = "{binary}"',
-    ]
-    lines += [f"{k} = {v}" for k, v in extra.items()]
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write("\n".join(lines) + "\n")
-
-
 def delegate(cli, repo: Path, task: Path, *extra: str) -> tuple[int, dict]:
     return cli("delegate", str(task), "--repo", str(repo), "--profile", "oc", "--json", *extra)
 
@@ -60,7 +46,7 @@ def test_opencode_fixes_the_bug_with_permissions_enforced(cli, repo, task_file, 
     from bosun.store.db import open_store
 
     with ReplayServer(FIX) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task_file, "--auto-approve")
         tools = srv.requests[-1]["tools"]
         assert not srv.errors, srv.errors
@@ -83,7 +69,7 @@ def test_opencode_fixes_the_bug_with_permissions_enforced(cli, repo, task_file, 
 def test_opencode_read_only_mode_gets_no_edit_or_shell(cli, repo, tmp_path, opencode):
     task = task_yaml(tmp_path / "t.json", mode="explore", verify=[], locked=[], prompt="How does add() work?")
     with ReplayServer([{"read": "src/calc.py"}, {"say": "add() subtracts."}]) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task)
         tools = set(srv.requests[-1]["tools"])
     assert res["final_message"] == "add() subtracts.", res
@@ -97,7 +83,7 @@ def test_opencode_edit_of_a_locked_file_is_rejected(cli, repo, task_file, openco
         {"say": "Done."},
     ]
     with ReplayServer(script) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task_file, "--auto-approve")
     assert code == 3, res
     assert res["state"] == "rejected"
@@ -109,7 +95,7 @@ def test_opencode_rate_limit_is_classified_without_waiting_for_its_retries(cli, 
     from bosun.store.db import open_store
 
     with ReplayServer([{"fault": 429, "repeat": 20}]) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         started = time.monotonic()
         code, res = delegate(cli, repo, task_file)
         elapsed = time.monotonic() - started
@@ -126,7 +112,7 @@ def test_opencode_bad_key_blocks_without_fallback(cli, repo, task_file, opencode
     from bosun.store.db import open_store
 
     with ReplayServer([{"fault": 401, "repeat": 5}]) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"), fallbacks='["fix"]')
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc", fallbacks=["fix"])
         code, res = delegate(cli, repo, task_file)
     assert res["state"] == "blocked", res
     assert res["error"]["code"] == "AUTH"
@@ -136,7 +122,7 @@ def test_opencode_bad_key_blocks_without_fallback(cli, repo, task_file, opencode
 
 def test_opencode_unknown_model_is_model_unavailable(cli, repo, task_file, opencode):
     with ReplayServer([{"fault": "model_not_found", "repeat": 5}]) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task_file)
     assert res["state"] == "failed", res
     assert res["error"]["code"] == "MODEL_UNAVAILABLE"
@@ -145,7 +131,7 @@ def test_opencode_unknown_model_is_model_unavailable(cli, repo, task_file, openc
 def test_opencode_stalled_stream_times_out_and_leaves_no_process(cli, repo, tmp_path, opencode):
     task = task_yaml(tmp_path / "t.json", timeout_s=8)
     with ReplayServer([{"run": "sleep 300"}, {"fault": "stall", "stall_s": 120}]) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         started = time.monotonic()
         code, res = delegate(cli, repo, task)
         elapsed = time.monotonic() - started
@@ -168,7 +154,7 @@ def test_opencode_resume_continues_the_session(cli, repo, tmp_path, opencode):
         {"say": "Done."},
     ]
     with ReplayServer(script) as srv:
-        add_profile(repo, opencode, srv.base_url("opencode"))
+        add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task)
         assert res["state"] == "rejected", res  # no change yet
         first_session = open_store().get_run(res["id"])["session_id"]

@@ -15,7 +15,7 @@ import pytest
 from bosun.replay import ReplayServer
 from tests.conftest import task_yaml
 from tests.e2e.cli_support import cli_binary
-from tests.e2e.worker_support import events, processes_of
+from tests.e2e.worker_support import add_profile, events, processes_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 
@@ -38,20 +38,6 @@ def _key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "dummy")
 
 
-def add_profile(repo: Path, binary: str, base_url: str, name: str = "pi", **extra: str) -> None:
-    lines = [
-        f"\n[profiles.{name}]",
-        'adapter = "pi"',
-        'model = "mock-model"',
-        f'base_url = "{base_url}"',
-        f'api_key_env = "{KEY_ENV}"',
-        f'binary = "{binary}"',
-    ]
-    lines += [f"{k} = {v}" for k, v in extra.items()]
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write("\n".join(lines) + "\n")
-
-
 def delegate(cli, repo: Path, task: Path, *extra: str) -> tuple[int, dict]:
     return cli("delegate", str(task), "--repo", str(repo), "--profile", "pi", "--json", *extra)
 
@@ -60,7 +46,7 @@ def test_pi_fixes_the_bug(cli, repo, task_file, pi):
     from bosun.store.db import open_store
 
     with ReplayServer(FIX) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task_file, "--auto-approve")
         tools = srv.requests[-1]["tools"]
         assert not srv.errors, srv.errors
@@ -83,7 +69,7 @@ def test_pi_fixes_the_bug(cli, repo, task_file, pi):
 def test_pi_read_only_mode_gets_only_read_tools(cli, repo, tmp_path, pi):
     task = task_yaml(tmp_path / "t.json", mode="review", verify=[], locked=[], prompt="Review add().")
     with ReplayServer([{"read": "src/calc.py"}, {"say": "add() subtracts."}]) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task)
         tools = srv.requests[-1]["tools"]
     assert res["final_message"] == "add() subtracts.", res
@@ -97,7 +83,7 @@ def test_pi_edit_of_a_locked_file_is_rejected(cli, repo, task_file, pi):
         {"say": "Done."},
     ]
     with ReplayServer(script) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task_file, "--auto-approve")
     assert code == 3, res
     assert res["state"] == "rejected"
@@ -109,7 +95,7 @@ def test_pi_rate_limit_is_classified(cli, repo, task_file, pi):
     from bosun.store.db import open_store
 
     with ReplayServer([{"fault": 429, "repeat": 20}]) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         started = time.monotonic()
         code, res = delegate(cli, repo, task_file)
         elapsed = time.monotonic() - started
@@ -124,7 +110,7 @@ def test_pi_rate_limit_is_classified(cli, repo, task_file, pi):
 def test_pi_recovers_from_one_rate_limit_by_itself(cli, repo, task_file, pi):
     script = [{"fault": 429, "retry_after": 1}, *FIX[1:]]
     with ReplayServer(script) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task_file)
     assert code == 0 and res["state"] == "verified", res
 
@@ -133,7 +119,7 @@ def test_pi_bad_key_blocks_without_fallback(cli, repo, task_file, pi):
     from bosun.store.db import open_store
 
     with ReplayServer([{"fault": 401, "repeat": 5}]) as srv:
-        add_profile(repo, pi, srv.base_url("pi"), fallbacks='["fix"]')
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi", fallbacks=["fix"])
         code, res = delegate(cli, repo, task_file)
     assert res["state"] == "blocked", res
     assert res["error"]["code"] == "AUTH"
@@ -142,7 +128,7 @@ def test_pi_bad_key_blocks_without_fallback(cli, repo, task_file, pi):
 
 def test_pi_unknown_model_is_model_unavailable(cli, repo, task_file, pi):
     with ReplayServer([{"fault": "model_not_found", "repeat": 5}]) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task_file)
     assert res["state"] == "failed", res
     assert res["error"]["code"] == "MODEL_UNAVAILABLE"
@@ -151,7 +137,7 @@ def test_pi_unknown_model_is_model_unavailable(cli, repo, task_file, pi):
 def test_pi_stalled_stream_times_out_and_leaves_no_process(cli, repo, tmp_path, pi):
     task = task_yaml(tmp_path / "t.json", timeout_s=5)
     with ReplayServer([{"run": "sleep 300"}, {"fault": "stall", "stall_s": 120}]) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         started = time.monotonic()
         code, res = delegate(cli, repo, task)
         elapsed = time.monotonic() - started
@@ -172,7 +158,7 @@ def test_pi_resume_continues_the_session(cli, repo, tmp_path, pi):
         {"say": "Done."},
     ]
     with ReplayServer(script) as srv:
-        add_profile(repo, pi, srv.base_url("pi"))
+        add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task)
         assert res["state"] == "rejected", res
         first_session = open_store().get_run(res["id"])["session_id"]

@@ -50,6 +50,10 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
             "criteria": rep.get("criteria", []),
             "findings": rep.get("findings", []),
         }
+    unenforced = (data.get("worker") or {}).get("unenforced")
+    if unenforced:
+        # Safety rules this worker CLI could not enforce for this run (bosun's gates still apply).
+        result["unenforced"] = unenforced
     if not brief:
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.get("worker") or {}).get("final_text")

@@ -62,6 +62,8 @@ def test_pi_fixes_the_bug(cli, repo, task_file, pi):
     assert [(e["tool"], e["ok"]) for e in results] == [("edit", False), ("read", True), ("edit", True)]
     assert sum(1 for e in evs if e["type"] == "usage") == 4  # one per model turn, not per stream delta
     assert sorted(tools) == ["bash", "edit", "find", "grep", "ls", "read", "write"]
+    # Pi cannot filter shell commands: the run record says so.
+    assert any("shell deny rules" in rule for rule in res["unenforced"])
     attempt = open_store().attempts(res["id"])[0]
     assert "shell deny rules" in json.dumps(attempt)  # recorded as not enforced by Pi
 

@@ -48,6 +48,8 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
     if s:
         out(f"parent: ~{s['parent_direct_tokens']} tokens to do it itself, {s['parent_actual_tokens']} to read "
             f"this result ({s['compression']}x); est. saving ${s['saving_usd']:.4f}\n")
+    for rule in r.get("unenforced") or []:
+        out(f"not enforced by this worker CLI: {rule}\n")
     if r.get("error"):
         e = r["error"]
         out(f"error: {e.get('code')}: {e.get('message')}\n")

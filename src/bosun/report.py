@@ -26,7 +26,7 @@ def _base_files_text(run: dict[str, Any], changed: list[str]) -> str:
     return "\n".join(parts)
 
 
-def _diff_stats(diff_text: str) -> dict[str, int]:
+def diff_stats(diff_text: str) -> dict[str, int]:
     added = sum(1 for ln in diff_text.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
     deleted = sum(1 for ln in diff_text.splitlines() if ln.startswith("-") and not ln.startswith("---"))
     files = sum(1 for ln in diff_text.splitlines() if ln.startswith("diff --git "))
@@ -69,7 +69,7 @@ def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
             "prices_per_million": prices.model_dump() if prices else None,
             "attempts": len(ctx.store.attempts(run["id"])),
         },
-        "diff": _diff_stats(diff_text),
+        "diff": diff_stats(diff_text),
         "parent": parent_savings(
             _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
         ),

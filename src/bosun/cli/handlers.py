@@ -192,9 +192,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise BadInput(f"run {run['id']} has no verified diff yet", "run `bosun verify` first")
     text = path.read_text("utf-8", "replace")
     if args.json:
-        from bosun.report import _diff_stats
+        from bosun.report import diff_stats
 
-        emit_json({"id": run["id"], "diff_sha256": run["diff_sha256"], "stats": _diff_stats(text), "diff": None if args.stat else text})
+        emit_json({"id": run["id"], "diff_sha256": run["diff_sha256"], "stats": diff_stats(text), "diff": None if args.stat else text})
         return EXIT_OK
     if args.stat:
         from bosun.cli.render import diffstat

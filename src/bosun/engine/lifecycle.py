@@ -9,7 +9,6 @@ state has been recorded.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun import paths
-from bosun.config import Profile, Settings, load_settings
+from bosun.config import Settings, load_settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine import states as S
@@ -575,11 +574,3 @@ def _safe_report(ctx: Ctx, run_id: str) -> None:
     from bosun.report import write_report
 
     write_report(ctx, ctx.store.require_run(run_id))
-
-
-def profile_for(settings: Settings, name: str) -> Profile:
-    return settings.profile(name)
-
-
-def dump(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)

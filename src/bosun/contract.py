@@ -39,6 +39,11 @@ class VerifyCommand(_Strict):
     timeout_s: float | None = Field(default=None, gt=0, description="per-command timeout in seconds")
     shell: bool = Field(default=False, description="run the string through /bin/sh -c (explicit opt-in)")
     name: str | None = None
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra environment for this command (e.g. PYTHONPATH=src); added to the verify allowlist",
+    )
+    cwd: str | None = Field(default=None, description="directory to run in, relative to the repository root")
 
     @model_validator(mode="before")
     @classmethod
@@ -61,6 +66,24 @@ class VerifyCommand(_Strict):
     def _non_empty(cls, v: list[str]) -> list[str]:
         if not v or not all(isinstance(a, str) for a in v) or not v[0].strip():
             raise ValueError("a verify command needs at least a program name")
+        return v
+
+    @field_validator("cwd")
+    @classmethod
+    def _relative_cwd(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        parts = Path(v).parts
+        if not v.strip() or Path(v).is_absolute() or ".." in parts:
+            raise ValueError(f"verify cwd {v!r} must be a directory inside the repository (relative, no '..')")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _plain_env(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            if not key or "=" in key or "\0" in key:
+                raise ValueError(f"verify env key {key!r} is not a valid variable name")
         return v
 
     def argv(self) -> list[str]:

@@ -1,8 +1,14 @@
-"""Independent verification: bosun runs the task's verify commands itself, in the worktree.
+"""Independent verification: bosun runs the task's verify commands itself.
 
-The worker's claims about tests are never used. Each command runs through ``bosun.proc`` with the
-allowlisted environment, its own process group and a timeout; the result records argv, exit code,
-duration and the tail of its output.
+The worker's claims about tests are never used. The caller hands over a directory that holds exactly
+the bytes to verify (see :mod:`bosun.engine.verifying`) and a HOME made for this verification alone.
+Each command runs through ``bosun.proc`` with the allowlisted environment (plus the entry's own
+``env``), in the entry's ``cwd``, its own process group and a timeout; the result records argv,
+exit code, duration and the tail of its output.
+
+The environment keeps Python from reading anything outside the tree that a worker could have
+prepared: no user site-packages (``PYTHONNOUSERSITE``), no bytecode written or trusted from a cache
+directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache.
 """
 
 from __future__ import annotations
@@ -17,14 +23,18 @@ DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
 
 
+# Set by bosun for every verify command; an entry's own ``env`` may add variables but not change these.
+PINNED = ("HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE")
+
+
 def verify_env(home: Path) -> dict[str, str]:
-    # Bytecode and pytest caches would otherwise show up as untracked files in the change.
     return proc.allowlisted_env(
         extra_keys=("VIRTUAL_ENV",),
         overrides={
             "HOME": str(home),
             "TMPDIR": str(home / "tmp"),
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
             "PYTEST_ADDOPTS": "-p no:cacheprovider",
             "CI": "true",
         },
@@ -40,8 +50,20 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         argv = cmd.argv()
         timeout = cmd.timeout_s or default_timeout or DEFAULT_VERIFY_TIMEOUT_S
         entry: dict[str, Any] = {"argv": argv, "shell": cmd.shell, "timeout_s": timeout}
+        cwd = worktree / cmd.cwd if cmd.cwd else worktree
+        if cmd.env:
+            entry["env"] = dict(cmd.env)
+        if cmd.cwd:
+            entry["cwd"] = cmd.cwd
+        if not cwd.is_dir():
+            entry.update(exit_code=127, duration_s=0.0, timed_out=False,
+                         output_tail=f"cannot run {argv[0]}: the directory {cmd.cwd} is not in the tree")
+            passed = False
+            commands.append(entry)
+            continue
+        cmd_env = {**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}}
         try:
-            res = proc.run_supervised(argv, cwd=worktree, env=env, timeout_s=timeout, stdout_grace_s=1.0)
+            res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0)
         except (FileNotFoundError, PermissionError) as exc:
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False

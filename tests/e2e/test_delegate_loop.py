@@ -147,13 +147,36 @@ def test_integrate_merges_when_the_branch_moved(cli, repo, task_file):
     assert (repo / "NOTES.md").exists()
 
 
-def test_approve_refuses_a_diff_changed_after_verification(cli, repo, task_file):
+def test_edits_after_verification_never_land(cli, repo, task_file):
+    """What lands is the tree bosun verified: the worktree is not read again after verification."""
     code, res = delegate(cli, repo, task_file, "--profile", "fix")
+    verified = (Path(res["worktree"]) / "src" / "calc.py").read_text()
     (Path(res["worktree"]) / "src" / "calc.py").write_text("def add(a, b):\n    return 42\n")
+    (Path(res["worktree"]) / "EXTRA.md").write_text("not verified\n")
     code, res = cli("approve", res["id"], "--json")
+    assert code == 0, res
+    code, res = cli("integrate", res["id"], "--json")
+    assert code == 0, res
+    assert (repo / "src" / "calc.py").read_text() == verified
+    assert not (repo / "EXTRA.md").exists()
+
+
+def test_approve_refuses_records_rewritten_after_verification(cli, repo, tmp_path):
+    """gates.json is a report, not the authority: approve recomputes the gates from the verified tree."""
+    from bosun import paths
+
+    task = task_yaml(tmp_path / "t.json")
+    code, res = delegate(cli, repo, task, "--profile", "edit_locked")
     assert code == 3
-    assert res["error"]["code"] == "DIFF_CHANGED"
-    assert res["state"] == "rejected"
+    gates_file = paths.run_dir(res["id"]) / "gates.json"
+    doc = json.loads(gates_file.read_text())
+    for gate in doc["gates"]:
+        gate["ok"] = True
+    gates_file.write_text(json.dumps(doc))
+    code, out = cli("approve", res["id"], "--json")
+    assert code == 3, out
+    assert out["error"]["code"] == "RECORD_MISMATCH"
+    assert "LOCKED_PATH_CHANGED" in out["error"]["message"]
 
 
 def test_waiver_is_recorded(cli, repo, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,12 @@ def evaluate(
     diff: bytes,
     changes: list[FileChange],
     verification: dict[str, Any],
+    *,
+    new_bytes: Callable[[str], bytes | None],
+    on_disk: bool = True,
 ) -> list[GateResult]:
+    """Run every gate on the change. ``new_bytes`` reads the changed tree (never the worktree);
+    ``on_disk`` says the worktree holds exactly that tree now, so symlinks may be resolved in it."""
     from bosun.gates import GateContext, run_gates
 
     worktree = Path(run["worktree"])
@@ -78,13 +84,7 @@ def evaluate(
         return _as_text(base_bytes(path))
 
     def new_text(path: str) -> str | None:
-        p = worktree / path
-        try:
-            if p.is_symlink() or not p.is_file():
-                return None
-            return _as_text(p.read_bytes())
-        except OSError:
-            return None
+        return _as_text(new_bytes(path))
 
     changed = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}
     conflicts, detail = source_conflicts(run, changed)
@@ -98,12 +98,12 @@ def evaluate(
         new_text=new_text,
         verification_passed=verification.get("passed"),
         verification_summary=_summary(verification),
-        worktree=worktree,
+        worktree=worktree if on_disk else None,
         source_conflicts=conflicts,
         source_detail=detail,
     )
     results = run_gates(ctx)
-    escaped = escaped_writes(run)
+    escaped = escaped_writes(run) if on_disk else []
     if escaped:
         for i, g in enumerate(results):
             if g.code == "SYMLINK_CHANGE":

@@ -21,7 +21,7 @@ from bosun import paths
 from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.engine import states as S
-from bosun.errors import Conflict, Rejected
+from bosun.errors import BadInput, Conflict, Rejected
 from bosun.fileio import read_json
 
 BOSUN_IDENT = ("bosun", "bosun@localhost")
@@ -87,33 +87,60 @@ def _changed_between(repo: Path, a: str, b: str) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def _checkout_for_reverify(run: dict[str, Any], merged: str, scratch: Path) -> str:
-    """Put the merged result, plus the user's uncommitted work if the run carried it, in the worktree."""
+def _reverify_target(run: dict[str, Any], merged: str, scratch: Path) -> str:
+    """The commit re-verification runs on: the merged result plus the user's uncommitted work if the
+    run carried it (when that still applies)."""
     from bosun.isolation.git import git
     from bosun.isolation.worktree import apply_patch_to_commit
 
     repo = Path(run["repo"])
-    target = merged
-    if run["data"].get("snapshot"):
-        raw = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
-        snap_patch = raw if isinstance(raw, bytes) else raw.encode()
-        if snap_patch:
-            try:
-                target = apply_patch_to_commit(
-                    repo, merged, snap_patch, "bosun: merged result with uncommitted work", scratch
-                )
-            except Conflict:
-                target = merged
-    git(["checkout", "--quiet", "--force", "--detach", target], Path(run["worktree"]))
-    return target
+    if not run["data"].get("snapshot"):
+        return merged
+    raw = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
+    snap_patch = raw if isinstance(raw, bytes) else raw.encode()
+    if not snap_patch:
+        return merged
+    try:
+        return apply_patch_to_commit(repo, merged, snap_patch, "bosun: merged result with uncommitted work", scratch)
+    except Conflict:
+        return merged
+
+
+def _reverify(run: dict[str, Any], task: TaskContract, target: str) -> dict[str, Any]:
+    """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
+    fresh HOME. The worktree is put back to the verified tree afterwards."""
+    from bosun.engine.verifying import run_verify_commands, view_of
+    from bosun.isolation.change import materialize
+    from bosun.isolation.git import tree_of
+
+    view = view_of(run)
+    try:
+        materialize(view, tree_of(run["repo"], target))
+        return run_verify_commands(task, run["id"], Path(run["worktree"]))
+    finally:
+        materialize(view, run["data"]["verified_tree"])
+
+
+def landing_commit(repo: Path, run: dict[str, Any], diff: bytes, message: str, scratch: Path,
+                   ident: tuple[str, str] | None) -> str:
+    """``base`` + the verified change. Without a snapshot the verified tree *is* the landing tree: it is
+    committed as is, so what was verified is byte for byte what lands."""
+    from bosun.isolation.git import git
+    from bosun.isolation.worktree import apply_patch_to_commit, identity_env
+
+    tree = run["data"]["verified_tree"]
+    if run["start_commit"] == run["base"]:
+        env = identity_env(repo, ident)
+        return git(["commit-tree", tree, "-p", run["base"], "-m", message], repo, env=env).stdout.strip()
+    return apply_patch_to_commit(repo, run["base"], diff, message, scratch, author=ident)
 
 
 def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
-    from bosun.engine.lifecycle import compute_change
+    from bosun.engine.verifying import view_of
     from bosun.isolation import git as g
+    from bosun.isolation.change import tree_diff
     from bosun.isolation.snapshot import uncommitted_paths
-    from bosun.isolation.worktree import apply_patch_to_commit, fast_forward_user_branch
-    from bosun.verification import run_verification
+    from bosun.isolation.worktree import fast_forward_user_branch
 
     run_id = run["id"]
     repo = Path(run["repo"])
@@ -121,7 +148,13 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
     scratch = rdir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
 
-    diff, _ = compute_change(run)
+    tree = run["data"].get("verified_tree")
+    if not tree or tree != run["data"].get("approved_tree"):
+        ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "approved tree missing or changed")
+        raise Rejected(f"{run_id} has no approved tree to land", "run `bosun verify` and approve again",
+                       code="DIFF_CHANGED")
+    view = view_of(run)
+    diff = tree_diff(view, run["start_commit"], tree)
     if hashlib.sha256(diff).hexdigest() != run["data"].get("approved_diff_sha256"):
         ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "diff changed after approval")
         raise Rejected(
@@ -130,10 +163,10 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
         )
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     ident = _identity(repo)
+    if not diff.strip():
+        raise BadInput("nothing to commit", "the change is empty: there is nothing to land")
     try:
-        landing = apply_patch_to_commit(
-            repo, run["base"], diff, commit_message(run, task, verification), scratch, author=ident
-        )
+        landing = landing_commit(repo, run, diff, commit_message(run, task, verification), scratch, ident)
     except Conflict as exc:
         raise Conflict(
             "the worker's change builds on your uncommitted work, so it cannot land on its own: " + exc.message,
@@ -158,8 +191,8 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
             )
 
     if reverify and task.verify:
-        target = _checkout_for_reverify(run, merged, scratch)
-        result = run_verification(task, Path(run["worktree"]), rdir / "verify-home")
+        target = _reverify_target(run, merged, scratch)
+        result = _reverify(run, task, target)
         result["commit"] = target
         record.write_doc(run_id, "reverification.json", result)
         if not result["passed"]:

@@ -8,7 +8,6 @@ state has been recorded.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -24,6 +23,8 @@ from bosun.engine import locks, record
 from bosun.engine import states as S
 from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
 from bosun.fileio import write_bytes_atomic
+from bosun.isolation import gitwatch
+from bosun.isolation.lingering import boot_clock
 from bosun.store.db import Store
 
 
@@ -68,6 +69,7 @@ def prepare(
     """
     from bosun.engine.routing import choose_profile
     from bosun.isolation import git as g
+    from bosun.isolation.change import create_view
     from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
     from bosun.isolation.worktree import create_worktree
 
@@ -123,9 +125,11 @@ def prepare(
         preload_tokenizer()
     try:
         create_worktree(repo, wt, branch, start, scratch)
+        view = create_view(rdir, wt, repo, start)
     except BosunError as exc:
         _fail(ctx, run_id, S.PREPARED, f"worktree creation failed: {exc.message}")
         raise
+    ctx.store.merge_data(run_id, view_objects=str(view.objects))
     return ctx.store.require_run(run_id)
 
 
@@ -172,8 +176,12 @@ def work(
         task = load_task(run_id)
         ctx.store.transition(run_id, run["state"], S.WORKING, "revise: " + resume[:200] if resume else "worker started")
         ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
+        watch = gitwatch.take(repo)
+        began = boot_clock()
         try:
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
+            ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
+            _check_user_git(ctx, run_id, watch)
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
             current = ctx.store.require_run(run_id)["state"]
@@ -182,6 +190,27 @@ def work(
                 ctx.store.transition(run_id, S.WORKING, S.INTERRUPTED, reason)
             raise
         return _finish_work(ctx, run_id, outcome)
+
+
+def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
+    """Compare the user's git dir with what it was before the worker; put back what changed.
+
+    The run is marked: verification turns the finding into the USER_GIT_TAMPERED gate."""
+    common, before = watch
+    changed = gitwatch.changes(common, before)
+    if not changed:
+        return
+    failed = gitwatch.restore(common, before, changed)
+    restored = [c for c in changed if c not in failed]
+    message = "the worker changed the repository's git dir: " + ", ".join(changed[:8])
+    if restored:
+        message += "; bosun restored " + ", ".join(restored[:8])
+    if failed:
+        message += "; could NOT restore " + ", ".join(failed[:8]) + " (check them by hand)"
+    from bosun.workers.base import ev_message
+
+    record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(message, role="system"))
+    ctx.store.merge_data(run_id, user_git_tampered={"changed": changed, "restored": restored, "failed": failed})
 
 
 def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
@@ -229,44 +258,61 @@ def verify(ctx: Ctx, run_id: str) -> dict[str, Any]:
 
 
 def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
+    """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
     change = scan_change(run)
     return change.diff, change.changes
 
 
 def scan_change(run: dict[str, Any]) -> Any:
-    """The worker's change as it is on disk now (diff, files, tree), from one throwaway index."""
-    from bosun.isolation.worktree import worktree_change
+    from bosun.engine.verifying import scan_run
 
-    scratch = paths.run_dir(run["id"]) / "scratch"
-    return worktree_change(Path(run["worktree"]), run["start_commit"], scratch)
+    return scan_run(run)
 
 
 def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    from bosun.engine.gating import evaluate
-    from bosun.verification import run_verification
+    """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
+    from bosun.engine.verifying import (
+        digest,
+        gates_for_tree,
+        problem_gates,
+        run_verify_commands,
+        view_of,
+    )
+    from bosun.isolation.change import materialize
+    from bosun.isolation.lingering import stop_lingering
 
     run = ctx.store.require_run(run_id)
     task = load_task(run_id)
     settings = ctx.settings(Path(run["repo"]))
-    from bosun.isolation.worktree import rescan_tree
-
+    worktree = Path(run["worktree"])
+    window = (run.get("data") or {}).get("worker_window")
+    killed = stop_lingering(worktree, tuple(window) if window else None)
+    if killed:
+        _system_event(run_id, "stopped processes the worker left running before verification: "
+                      + ", ".join(killed[:10]))
+    view = view_of(run)
     change = scan_change(run)
-    diff, changes = change.diff, change.changes
-    digest = hashlib.sha256(diff).hexdigest()
-    write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
-    verification = run_verification(task, Path(run["worktree"]), paths.run_dir(run_id) / "verify-home")
+    refusals = problem_gates(change) + _tamper_gates(run)
+    if refusals:
+        # Fail closed: what cannot be represented faithfully is never run.
+        verification: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "skipped":
+                                        "not run: " + "; ".join(g.detail for g in refusals)}
+    else:
+        materialize(view, change.tree)
+        verification = run_verify_commands(task, run_id, worktree)
+    verification["tree"] = change.tree
     record.write_doc(run_id, record.VERIFICATION, verification)
-    # Verification must not change the change: a test that writes into the tree would otherwise
-    # let unverified bytes through. A stat pass over the same index tells.
-    drift = rescan_tree(Path(run["worktree"]), paths.run_dir(run_id) / "scratch") != change.tree
-    gates = evaluate(run, task, settings, diff, changes, verification)
-    if drift:
-        gates.append(_drift_gate())
+    diff, gates = gates_for_tree(run, task, settings, change.tree, verification, on_disk=not refusals)
+    gates = refusals + gates
+    sha = digest(diff)
+    write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
     if all(g.ok for g in gates) and task.mode == Mode.code:
-        gates.extend(_self_review(ctx, run, task, diff, digest, verification))
-    record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in gates], "diff_sha256": digest})
-    ctx.store.update_run(run_id, diff_sha256=digest, files_changed=len(changes))
-    ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates))
+        gates.extend(_self_review(ctx, run, task, diff, sha, verification, change.tree))
+    record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in gates], "diff_sha256": sha,
+                                           "tree": change.tree})
+    ctx.store.update_run(run_id, diff_sha256=sha, files_changed=len(change.changes))
+    ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates),
+                         verified_tree=change.tree)
     failed = [g.code for g in gates if not g.ok]
     if failed:
         ctx.store.merge_data(
@@ -284,8 +330,28 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     return ctx.store.require_run(run_id)
 
 
+def _system_event(run_id: str, text: str) -> None:
+    from bosun.workers.base import ev_message
+
+    record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(text, role="system"))
+
+
+def _tamper_gates(run: dict[str, Any]) -> list[Any]:
+    from bosun.changes import GateResult
+
+    found = (run.get("data") or {}).get("user_git_tampered")
+    if not found:
+        return []
+    detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
+    if found.get("restored"):
+        detail += "; bosun restored " + ", ".join(found["restored"][:5])
+    if found.get("failed"):
+        detail += "; NOT restored: " + ", ".join(found["failed"][:5])
+    return [GateResult("USER_GIT_TAMPERED", False, detail)]
+
+
 def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
-                 verification: dict[str, Any]) -> list[Any]:
+                 verification: dict[str, Any], tree: str) -> list[Any]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate;
     an escalation is recorded for the parent but does not reject the run by itself."""
     from bosun.changes import GateResult
@@ -296,20 +362,9 @@ def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes,
         return []
     ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
                          review_usage=judged.get("usage"))
-    after, _ = compute_change(run)
-    if hashlib.sha256(after).hexdigest() != digest:
+    if scan_change(run).tree != tree:
         return [GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree")]
     return []
-
-
-def _drift_gate() -> Any:
-    from bosun.changes import GateResult
-
-    return GateResult(
-        "VERIFY_CHANGED_TREE",
-        False,
-        "the verify commands changed files in the worktree; the change bosun verified is not the change on disk",
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,17 +385,33 @@ def approve(
                 f"run {run_id} is {run['state']!r}; only a verified run can be approved",
                 "run `bosun verify` first" if run["state"] == S.WORKED else "`bosun show` the run",
             )
-        gates_doc = record.read_doc(run_id, record.GATES, {}) or {}
+        from bosun.engine.verifying import recheck_gates
+
+        task = load_task(run_id)
+        gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
+        if tampered:
+            if run["state"] != S.REJECTED:
+                ctx.store.transition(run_id, run["state"], S.REJECTED, "records disagree with the verified tree")
+            raise Rejected(
+                f"cannot approve {run_id}: its records disagree with the tree bosun verified: " + "; ".join(tampered),
+                "something rewrote the run's records after verification; run `bosun verify` again",
+                code="RECORD_MISMATCH",
+            )
+        gates_doc = {**(record.read_doc(run_id, record.GATES, {}) or {}), "gates": gates}
         verification = record.read_doc(run_id, record.VERIFICATION, {}) or {}
         problems = []
         if verification.get("passed") is False:
             problems.append("verification failed")
         elif verification.get("passed") is None and "VERIFY_FAILED" not in waivers:
             problems.append("no verification ran (the task has no verify commands); waive VERIFY_FAILED to accept that")
-        unknown = set(waivers) - {g["code"] for g in gates_doc.get("gates", [])} - {"VERIFY_FAILED"}
+        unknown = set(waivers) - {g["code"] for g in gates} - {"VERIFY_FAILED"}
         if unknown:
             raise BadInput(f"cannot waive unknown gate {sorted(unknown)[0]!r}", "`bosun show` lists this run's gates")
-        red = [g["code"] for g in gates_doc.get("gates", []) if not g["ok"] and g["code"] not in waivers]
+        unwaivable = [g["code"] for g in gates if not g["ok"] and g["code"] in waivers and g["code"] in UNWAIVABLE]
+        if unwaivable:
+            raise BadInput(f"{unwaivable[0]} cannot be waived: bosun could not compute a faithful change",
+                           "discard the run and delegate again")
+        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers]
         if "VERIFY_FAILED" in red or verification.get("passed") is False:
             red = [c for c in red if c != "VERIFY_FAILED"]
         if red:
@@ -358,15 +429,7 @@ def approve(
                 "fix and re-verify, or waive a gate with --waive CODE --reason TEXT",
                 code="APPROVE_REFUSED",
             )
-        diff, _ = compute_change(run)
-        digest = hashlib.sha256(diff).hexdigest()
-        if digest != run["diff_sha256"]:
-            ctx.store.transition(run_id, run["state"], S.REJECTED, "diff changed after verification")
-            raise Rejected(
-                f"the diff of {run_id} changed after verification (was {run['diff_sha256'][:12]}, now {digest[:12]})",
-                "run `bosun verify` again; only the verified diff can be approved",
-                code="DIFF_CHANGED",
-            )
+        digest = run["diff_sha256"]
         if waivers:
             _mark_waived(run_id, gates_doc, waivers)
         ctx.store.merge_data(
@@ -374,10 +437,15 @@ def approve(
             waivers=[{"code": c, "reason": r} for c, r in waivers.items()],
             review=review,
             approved_diff_sha256=digest,
+            approved_tree=run["data"].get("verified_tree"),
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
         return ctx.store.require_run(run_id)
+
+
+# Refusals that mean bosun has no faithful change to judge: no waiver makes one.
+UNWAIVABLE = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
 
 
 def _mark_waived(run_id: str, gates_doc: dict[str, Any], waivers: dict[str, str]) -> None:
@@ -443,7 +511,9 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
         shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
-        shutil.rmtree(paths.run_dir(run_id) / "verify-home", ignore_errors=True)
+        for home in paths.run_dir(run_id).glob("verify-home*"):
+            shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
         ctx.store.transition(run_id, run["state"], S.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
 

@@ -101,36 +101,32 @@ def build_landing(run: dict[str, Any], task: TaskContract, plan_id: str, task_id
     None when the change is empty (an explore/review task). The run's branch is pointed at the
     landing commit so it stays reachable until the plan merges it.
     """
-    import hashlib
-
     from bosun import paths
     from bosun.engine import record
     from bosun.engine.integration import commit_message
-    from bosun.engine.lifecycle import compute_change
+    from bosun.engine.verifying import digest as sha256_of
+    from bosun.engine.verifying import view_of
     from bosun.fileio import read_json
-    from bosun.isolation.worktree import apply_patch_to_commit
+    from bosun.isolation.change import tree_diff
 
     repo = Path(run["repo"])
     rdir = paths.run_dir(run["id"])
-    approved = (run.get("data") or {}).get("approved_diff_sha256")
-    # The verified diff, as approved a moment ago (approve rescans the worktree and compares hashes);
-    # rescan only when that record is missing or does not match.
-    try:
-        diff = (rdir / record.DIFF).read_bytes()
-    except FileNotFoundError:
-        diff = b""
-    digest = hashlib.sha256(diff).hexdigest()
-    if not approved or digest != approved:
-        diff, _ = compute_change(run)
-        digest = hashlib.sha256(diff).hexdigest()
-        if approved and digest != approved:
-            raise BosunError(f"the diff of {run['id']} changed after it was approved", "the task runs again",
-                             code="DIFF_CHANGED")
+    data = run.get("data") or {}
+    tree = data.get("verified_tree")
+    # The approved tree is what lands, byte for byte: the worktree is never read again.
+    if not tree or tree != data.get("approved_tree"):
+        raise BosunError(f"run {run['id']} has no approved tree to land", "the task runs again", code="DIFF_CHANGED")
+    diff = tree_diff(view_of(run), run["start_commit"], tree)
+    digest = sha256_of(diff)
+    if data.get("approved_diff_sha256") and digest != data["approved_diff_sha256"]:
+        raise BosunError(f"the diff of {run['id']} changed after it was approved", "the task runs again",
+                         code="DIFF_CHANGED")
     if not diff.strip():
         return None, digest
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     message = commit_message(run, task, verification) + f"Bosun-Plan: {plan_id}\nBosun-Task: {task_id}\n"
-    landing = apply_patch_to_commit(repo, run["start_commit"], diff, message, rdir / "scratch")
+    landing = str(_git(["commit-tree", tree, "-p", run["start_commit"], "-m", message], repo,
+                       env=ident_env(repo)).stdout.strip())
     _git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
     return landing, digest
 

@@ -1,0 +1,141 @@
+"""Verification of a worked run on exactly the bytes that will be merged.
+
+Invariant: **the tree bosun computed is what gets verified, gated, approved and merged.** Nothing
+else the worker wrote can reach a verify command, and nothing stored on disk decides approval on its
+own. In order:
+
+1. Nothing of the worker's may still be running: processes that live in, or hold files of, the
+   worktree are killed first, and verification refuses while any survives.
+2. bosun's own view computes the change as a tree (:mod:`bosun.isolation.change`); what cannot be
+   represented faithfully (a replaced ``.git`` pointer, a nested repository) fails closed and is
+   never verified.
+3. The worktree is made to hold exactly that tree (every other file removed, ignored ones
+   included), and the verify commands run there with a fresh HOME made after the worker stopped.
+4. Gates judge the tree (file contents come from its blobs, not from disk), and the tree id is
+   recorded. ``approve`` recomputes the gates from that tree (:func:`gates_for_tree`); a stored
+   result that disagrees is a refusal of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.changes import GateResult
+from bosun.config import Settings
+from bosun.contract import TaskContract
+from bosun.engine import record
+from bosun.isolation.change import Change, View, blob_bytes, create_view, tree_changes, tree_diff, view_for
+
+# Gates whose result depends on the world outside the tree (the user's branch, the filesystem
+# around the worktree): at approve they are recomputed too, but a difference is not tampering.
+ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE"})
+
+
+def view_of(run: dict[str, Any]) -> View:
+    """The run's view; made on first use for runs prepared before views existed (no seed index)."""
+    rdir = paths.run_dir(run["id"])
+    objects = (run.get("data") or {}).get("view_objects")
+    if objects:
+        view = view_for(rdir, Path(run["worktree"]), Path(objects), run["start_commit"])
+        if view.git_dir.is_dir():
+            return view
+    return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
+
+
+def scan_run(run: dict[str, Any]) -> Change:
+    from bosun.isolation.change import scan
+
+    return scan(view_of(run))
+
+
+def fresh_verify_home(run_id: str) -> Path:
+    """A HOME nobody could have prepared: created now, under a random name, after the worker stopped."""
+    rdir = paths.run_dir(run_id)
+    rdir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
+
+
+def run_verify_commands(task: TaskContract, run_id: str, workdir: Path) -> dict[str, Any]:
+    from bosun.verification import run_verification
+
+    home = fresh_verify_home(run_id)
+    try:
+        return run_verification(task, workdir, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def problem_gates(change: Change) -> list[GateResult]:
+    return [GateResult(p.code, False, p.detail) for p in change.problems]
+
+
+def gates_for_tree(
+    run: dict[str, Any],
+    task: TaskContract,
+    settings: Settings,
+    tree: str,
+    verification: dict[str, Any],
+    *,
+    on_disk: bool,
+) -> tuple[bytes, list[GateResult]]:
+    """The diff and gates of ``start..tree``, file contents read from the tree's blobs.
+
+    ``on_disk``: the worktree holds exactly ``tree`` right now (after ``materialize``), so symlinks may
+    be resolved there; at approve time it may not, and only the tree is judged.
+    """
+    from bosun.engine.gating import evaluate
+
+    view = view_of(run)
+    diff = tree_diff(view, run["start_commit"], tree)
+    changes = tree_changes(view, run["start_commit"], tree)
+    links = {c.path for c in changes if c.new_mode == "120000"}
+
+    def new_bytes(path: str) -> bytes | None:
+        return None if path in links else blob_bytes(view, tree, path)
+
+    gates = evaluate(run, task, settings, diff, changes, verification, new_bytes=new_bytes, on_disk=on_disk)
+    return diff, gates
+
+
+def digest(diff: bytes) -> str:
+    return hashlib.sha256(diff).hexdigest()
+
+
+def recheck_gates(
+    run: dict[str, Any], task: TaskContract, settings: Settings
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Gates recomputed from the verified tree for ``approve``: ``(effective gates, tamper findings)``.
+
+    A gate that the record calls green but the tree makes red, a diff whose hash is not the recorded
+    one, or a missing tree id are findings: the record was changed after verification.
+    """
+    data = run.get("data") or {}
+    tree = data.get("verified_tree")
+    stored_doc = record.read_doc(run["id"], record.GATES, {}) or {}
+    stored = {g["code"]: g for g in stored_doc.get("gates", [])}
+    if not tree:
+        return list(stored.values()), ["the run has no verified tree id: verify it again"]
+    verification = record.read_doc(run["id"], record.VERIFICATION, {}) or {}
+    diff, gates = gates_for_tree(run, task, settings, tree, verification, on_disk=False)
+    findings = []
+    if digest(diff) != run.get("diff_sha256") or digest(diff) != stored_doc.get("diff_sha256"):
+        findings.append("the recorded diff hash is not the hash of the verified tree's diff")
+    effective: list[dict[str, Any]] = []
+    for gate in gates:
+        before = stored.pop(gate.code, None)
+        entry = gate.to_dict()
+        if before is not None:
+            if before.get("ok") and not gate.ok and gate.code not in ENVIRONMENT_GATES:
+                findings.append(f"{gate.code} is recorded green but the verified tree fails it: {gate.detail}")
+            # A red recorded gate stays red: a clean recomputation does not undo what verify saw
+            # (the filesystem around the worktree, a self-review).
+            if not before.get("ok"):
+                entry = dict(before)
+        effective.append(entry)
+    effective.extend(stored.values())  # gates only verify can compute (self-review, problems)
+    return effective, findings

@@ -1,0 +1,352 @@
+"""bosun's own view of a worker's change: a tree computed from the bytes on disk, by rules the worker cannot touch.
+
+Invariant: the change is a git tree that bosun builds itself; every byte that is verified, gated,
+approved and merged comes from that tree object, never from the worker's directory again.
+
+How the worker is kept out of the computation, by construction rather than by a list of tricks:
+
+* **A private git dir per run** (``runs/<id>/view.git``). bosun never discovers the repository from the
+  worktree's ``.git`` file (the worker can rewrite it) and never reads the worktree's index (the worker
+  can forge it). The view has its own config (no filters, no hooks, no fsmonitor), its own index and
+  its own ``info/attributes``, which outranks every ``.gitattributes`` in the tree and switches off
+  filters, end-of-line conversion, ``ident`` and re-encoding: blobs hold exactly the bytes on disk.
+  Objects go to the user's object store (content-addressed; nothing else of theirs is written).
+* **No environment of bosun's or the user's**: git runs with an allowlisted environment, no system or
+  global config, and an empty HOME.
+* **Ignore rules from the start tree only.** Which untracked files are left out is decided by the
+  ``.gitignore`` files of the start commit (plus the user's ``info/exclude`` at prepare), translated
+  once into one root-anchored exclude file. A ``.gitignore`` the worker writes is just another file of
+  the change (and a locked one), so it cannot hide anything.
+* **Fail closed** on what cannot be represented faithfully: a changed ``.git`` pointer, a nested
+  repository, a gitlink.
+
+``materialize`` then makes the worktree hold exactly the tree (files that differ rewritten from the
+blobs, everything else removed), which is what verification runs on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bosun import proc
+from bosun.changes import FileChange
+from bosun.errors import BosunError
+from bosun.isolation.git import GitError
+
+VIEW_DIR = "view.git"
+
+# Highest-precedence attributes: exact bytes in, exact bytes out, binary detection by content.
+_ATTRIBUTES = "* -text -filter -ident !eol !diff !merge !working-tree-encoding !whitespace\n"
+
+_CONFIG = """[core]
+\trepositoryformatversion = {format_version}
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = false
+\tsymlinks = true
+\tignorecase = false
+\tprecomposeunicode = false
+\tautocrlf = false
+\tsafecrlf = false
+\tfsmonitor = false
+\thooksPath = /dev/null
+\ttrustctime = true
+\tcheckStat = default
+\tsplitIndex = false
+\tuntrackedCache = false
+\tsparseCheckout = false
+\tquotePath = true
+[gc]
+\tauto = 0
+[maintenance]
+\tauto = false
+[diff]
+\tnoprefix = false
+{extensions}"""
+
+# Options that make diff output independent of every diff.* knob: the engine hashes it.
+DIFF_OPTS = (
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--full-index",
+    "--binary",
+    "-M",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
+
+# Variables that may pass from bosun's environment to its own git calls on the view.
+_ENV_KEEP = ("PATH", "TZ")
+
+
+class ChangeProblem(BosunError):
+    """The worker's directory holds something bosun cannot turn into a faithful change."""
+
+    code = "CHANGE_UNREPRESENTABLE"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A reason to fail closed, as a gate code and the words that say what the worker did."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class View:
+    """Where bosun's view of one run's worktree lives, and what it was at the start."""
+
+    git_dir: Path
+    worktree: Path
+    objects: Path
+    start: str
+
+    @property
+    def home(self) -> Path:
+        return self.git_dir / "home"
+
+    @property
+    def excludes(self) -> Path:
+        return self.git_dir / "info" / "start-excludes"
+
+    @property
+    def gitfile_record(self) -> Path:
+        return self.git_dir / "worktree-gitfile"
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP}
+        env.update(
+            LC_ALL="C",
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home),
+            GIT_DIR=str(self.git_dir),
+            GIT_WORK_TREE=str(self.worktree),
+            GIT_INDEX_FILE=str(self.git_dir / "index"),
+            GIT_OBJECT_DIRECTORY=str(self.objects),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL="/dev/null",
+            GIT_ATTR_NOSYSTEM="1",
+            GIT_NO_REPLACE_OBJECTS="1",
+            GIT_TERMINAL_PROMPT="0",
+            GIT_OPTIONAL_LOCKS="0",
+            GIT_LITERAL_PATHSPECS="1",
+        )
+        if extra:
+            env.update(extra)
+        return env
+
+    def git(self, args: list[str], *, input: bytes | None = None, check: bool = True) -> bytes:
+        """Run git on the view; stdout as bytes. Never honours the worktree's ``.git``."""
+        res = proc.run_quick(["git", *args], cwd=self.worktree, env=self.env(), input=input, text=False)
+        if check and res.returncode != 0:
+            stderr = res.stderr.decode("utf-8", "replace") if isinstance(res.stderr, bytes) else res.stderr
+            raise GitError.from_failure(args, res.returncode, stderr, self.worktree)
+        return res.stdout  # type: ignore[return-value]
+
+
+def view_for(run_dir: Path, worktree: Path, objects: Path, start: str) -> View:
+    return View(run_dir / VIEW_DIR, worktree, objects, start)
+
+
+def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: bool = True) -> View:
+    """Set up the private git dir right after ``git worktree add``, before any worker runs.
+
+    With ``seed``, the freshly checked-out worktree index is copied as a stat cache (bosun wrote it a
+    moment ago; the worker never had a chance to). Without it, or if that copy is unusable, the first
+    scan hashes every file.
+    """
+    from bosun.isolation.git import git, git_path
+
+    objects = Path(git(["rev-parse", "--path-format=absolute", "--git-path", "objects"], repo).stdout.rstrip("\n"))
+    fmt = git(["rev-parse", "--show-object-format"], repo, check=False).stdout.strip() or "sha1"
+    view = view_for(run_dir, worktree, objects, start)
+    gd = view.git_dir
+    if gd.exists():
+        shutil.rmtree(gd)
+    for sub in ("refs", "info", "home", "objects"):
+        (gd / sub).mkdir(parents=True, exist_ok=True)
+    (gd / "HEAD").write_text(start + "\n")
+    extensions = "" if fmt == "sha1" else f"[extensions]\n\tobjectFormat = {fmt}\n"
+    (gd / "config").write_text(_CONFIG.format(format_version=0 if fmt == "sha1" else 1, extensions=extensions))
+    (gd / "info" / "attributes").write_text(_ATTRIBUTES)
+    gitfile = worktree / ".git"
+    view.gitfile_record.write_bytes(gitfile.read_bytes() if gitfile.is_file() else b"")
+    user_exclude = git_path(repo, "info/exclude")
+    excludes = start_excludes(view, user_exclude.read_text("utf-8", "replace") if user_exclude.is_file() else "")
+    view.excludes.write_text(excludes)
+    seed_index = git_path(worktree, "index") if seed else None
+    if seed_index is not None and seed_index.is_file():
+        shutil.copyfile(seed_index, gd / "index")
+        ok = view.git(["write-tree"], check=False).strip().decode()
+        if ok != view.git(["rev-parse", f"{start}^{{tree}}"]).strip().decode():
+            (gd / "index").unlink(missing_ok=True)
+    if not (gd / "index").is_file():
+        view.git(["read-tree", start])
+    return view
+
+
+# ---------------------------------------------------------------------------------------------
+# ignore rules of the start tree
+
+
+def start_excludes(view: View, user_exclude: str = "") -> str:
+    """One root-anchored exclude file equivalent to the start tree's ``.gitignore`` files.
+
+    Files are concatenated shallow to deep, so a deeper file's rules come later and win, as git's own
+    precedence has it; within a file the last matching line wins in both.
+    """
+    listing = view.git(["ls-tree", "-r", "-z", "--full-tree", view.start])
+    files: list[tuple[str, str]] = []
+    for rec in listing.split(b"\0"):
+        if not rec:
+            continue
+        meta, path = rec.split(b"\t", 1)
+        _mode, kind, sha = meta.split(b" ")
+        name = os.fsdecode(path)
+        if kind == b"blob" and (name == ".gitignore" or name.endswith("/.gitignore")):
+            files.append((name, sha.decode()))
+    files.sort(key=lambda item: (item[0].count("/"), item[0]))
+    out = ["# bosun: ignore rules of the start tree, anchored at the root"]
+    out += [ln for ln in user_exclude.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for name, blob in files:
+        base = name[: -len(".gitignore")]
+        text = view.git(["cat-file", "blob", blob]).decode("utf-8", "replace")
+        out += [anchored for ln in text.splitlines() if (anchored := anchor_pattern(ln, base))]
+    return "\n".join(out) + "\n"
+
+
+def anchor_pattern(line: str, base: str) -> str | None:
+    """Rewrite one ``.gitignore`` line of directory ``base`` ("" or "a/b/") to the same rule at the root."""
+    if not line.strip() or line.startswith("#"):
+        return None
+    if not base:
+        return line
+    negate = line.startswith("!")
+    pat = line[1:] if negate else line
+    # A trailing "/" only says "directories"; a slash anywhere else anchors to the file's directory.
+    body = pat[:-1] if pat.endswith("/") and not pat.endswith("\\/") else pat
+    anchored = base + pat.lstrip("/") if "/" in body else base + "**/" + pat
+    return ("!" if negate else "") + anchored
+
+
+# ---------------------------------------------------------------------------------------------
+# scanning
+
+
+@dataclass(frozen=True)
+class Change:
+    """The worker's change: the tree bosun built, its canonical diff and files, and reasons to refuse."""
+
+    tree: str
+    diff: bytes
+    changes: list[FileChange]
+    problems: list[Problem] = field(default_factory=list)
+
+
+def scan(view: View) -> Change:
+    """Build the change from the worktree's bytes. Never trusts anything the worker wrote about them."""
+    problems = _pointer_problems(view)
+    # Tracked paths first: the index holds the previous scan (or the start tree), and its stat cache
+    # spares unchanged files. Deleted files leave the index here.
+    view.git(["add", "-u", "--", "."])
+    others = [p for p in view.git(["ls-files", "-z", "--others", f"--exclude-from={view.excludes}"]).split(b"\0") if p]
+    keep = []
+    for raw in others:
+        name = os.fsdecode(raw)
+        if name.endswith("/") or ".git" in name.split("/"):
+            where = name.rstrip("/")
+            problems.append(Problem("NESTED_REPOSITORY", f"{where} is a git repository inside the worktree"))
+            continue
+        keep.append(raw)
+    if keep:
+        view.git(["update-index", "--add", "-z", "--stdin"], input=b"\0".join(keep) + b"\0")
+    tree = view.git(["write-tree"]).strip().decode()
+    return Change(tree, tree_diff(view, view.start, tree), tree_changes(view, view.start, tree),
+                  problems + _gitlink_problems(view, tree))
+
+
+def _pointer_problems(view: View) -> list[Problem]:
+    gitfile = view.worktree / ".git"
+    try:
+        now = gitfile.read_bytes() if gitfile.is_file() and not gitfile.is_symlink() else None
+    except OSError:
+        now = None
+    if now != view.gitfile_record.read_bytes():
+        return [Problem("GIT_POINTER_CHANGED",
+                        "the worktree's .git file was replaced or changed: the worker pointed git at another repository")]
+    return []
+
+
+def _gitlink_problems(view: View, tree: str) -> list[Problem]:
+    raw = view.git(["diff-tree", "-r", "-z", "--no-renames", view.start, tree])
+    out = []
+    tokens = raw.split(b"\0")
+    for i in range(0, len(tokens) - 1, 2):
+        meta, path = tokens[i], tokens[i + 1]
+        if meta.startswith(b":") and b"160000" in meta.split(b" ")[:2]:
+            out.append(Problem("NESTED_REPOSITORY", f"{os.fsdecode(path)} changed as a gitlink (a repository inside the tree)"))
+    return out
+
+
+def tree_diff(view: View, a: str, b: str) -> bytes:
+    """The canonical binary diff between two trees (same trees, same bytes)."""
+    return view.git(["diff-tree", "-r", "-p", *DIFF_OPTS, a, b, "--"])
+
+
+def tree_changes(view: View, a: str, b: str) -> list[FileChange]:
+    from bosun.isolation.worktree import _parse_numstat, _parse_raw
+
+    raw = view.git(["diff-tree", "-r", "--raw", "-z", "-M", a, b, "--"])
+    num = view.git(["diff-tree", "-r", "--numstat", "-z", "-M", a, b, "--"])
+    counts = _parse_numstat(num)
+    changes = []
+    for status, old_mode, new_mode, old_path, path in _parse_raw(raw):
+        added, deleted, binary = counts.get(path, (0, 0, False))
+        changes.append(FileChange(path=path, status=status, added=added, deleted=deleted, binary=binary,
+                                  old_path=old_path, old_mode=old_mode, new_mode=new_mode))
+    return changes
+
+
+def blob_bytes(view: View, tree: str, path: str) -> bytes | None:
+    """The bytes of ``path`` in ``tree`` (None when absent or not a file)."""
+    res = proc.run_quick(["git", "cat-file", "blob", f"{tree}:{path}"], cwd=view.worktree, env=view.env(), text=False)
+    return res.stdout if res.returncode == 0 else None  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# materializing
+
+
+def materialize(view: View, tree: str) -> None:
+    """Make the worktree hold exactly ``tree``: differing files rewritten from blobs, all else removed.
+
+    ``read-tree --reset -u`` compares every entry's stat data with the disk (racily-clean entries by
+    content) and rewrites what differs; ``clean -ffdx`` removes every file the tree does not hold,
+    ignored ones included. A nested repository is refused before this point.
+    """
+    view.git(["read-tree", "--reset", "-u", tree])
+    view.git(["clean", "-ffdxq"])
+    _remove_nested_git_entries(view.worktree)
+    view.git(["update-index", "-q", "--refresh"], check=False)
+
+
+def _remove_nested_git_entries(worktree: Path) -> None:
+    """git never lists nor cleans an entry named ``.git``, and a tree cannot hold one: any below the
+    top is the worker's (a stray gitfile, say) and goes, so the directory is exactly the tree."""
+    for dirpath, dirs, files in os.walk(worktree):
+        if dirpath == str(worktree):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            continue
+        for name in [n for n in (*dirs, *files) if n == ".git"]:
+            target = Path(dirpath) / name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        dirs[:] = [d for d in dirs if d != ".git"]

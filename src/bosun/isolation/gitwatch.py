@@ -1,0 +1,120 @@
+"""Watching the user's git dir while a worker runs: what a worker could plant there, saved and put back.
+
+A worker must never change the user's repository configuration: a hook or a ``core.fsmonitor``
+command planted in ``.git`` runs the worker's program at the user's next plain ``git status``. The
+files that decide what git runs or where it looks (config, hooks, info, alternates, every worktree's
+administrative files) are saved before the worker starts and compared after it stops. Any difference
+is reported and the saved bytes are restored, so the user's repository is as it was.
+
+Refs are not watched here: the user may commit while a worker runs (bosun handles that as
+SOURCE_CHANGED), and the worker's git guard refuses ref changes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+# Files under the common git dir that steer what git executes or reads.
+_FILES = ("config", "config.worktree", "commondir", "objects/info/alternates", "info/grafts", "shallow")
+_TREES = ("hooks", "info")
+# Per-worktree administrative files that steer git (of the user's own worktrees and of other runs').
+# Admin dirs that come and go during the run are other runs being created or removed: not watched.
+_WORKTREE_FILES = ("gitdir", "commondir", "config.worktree")
+
+
+@dataclass(frozen=True)
+class Entry:
+    data: bytes
+    mode: int
+
+
+Snapshot = dict[str, Entry]
+
+
+def _common_dir(repo: Path) -> Path:
+    from bosun.isolation.git import git
+
+    out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], repo).stdout.rstrip("\n")
+    return Path(out)
+
+
+def _read(path: Path) -> Entry | None:
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return Entry(b"symlink:" + os.fsencode(os.readlink(path)), st.st_mode)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return Entry(path.read_bytes(), st.st_mode)
+    except OSError:
+        return None
+
+
+def _watched_paths(common: Path, admins: set[str] | None = None) -> list[Path]:
+    paths = [common / name for name in _FILES]
+    for tree in _TREES:
+        root = common / tree
+        if root.is_dir():
+            for dirpath, _dirs, files in os.walk(root):
+                paths += [Path(dirpath) / f for f in files]
+    wt_root = common / "worktrees"
+    if wt_root.is_dir():
+        for admin in wt_root.iterdir():
+            if admins is None or admin.name in admins:
+                paths += [admin / n for n in _WORKTREE_FILES]
+    return paths
+
+
+def _admins(snap: Snapshot) -> set[str]:
+    return {rel.split("/")[1] for rel in snap if rel.startswith("worktrees/")}
+
+
+def take(repo: Path) -> tuple[Path, Snapshot]:
+    """Save the watched files of ``repo``'s common git dir (absent files are remembered as absent)."""
+    common = _common_dir(repo)
+    snap: Snapshot = {}
+    for path in _watched_paths(common):
+        entry = _read(path)
+        if entry is not None:
+            snap[str(path.relative_to(common))] = entry
+    return common, snap
+
+
+def changes(common: Path, before: Snapshot) -> list[str]:
+    """Relative paths that were added, changed or removed since ``before``."""
+    live = {a for a in _admins(before) if (common / "worktrees" / a).is_dir()}
+    before = {k: v for k, v in before.items() if not k.startswith("worktrees/") or k.split("/")[1] in live}
+    now: Snapshot = {}
+    for path in _watched_paths(common, live):
+        entry = _read(path)
+        if entry is not None:
+            now[str(path.relative_to(common))] = entry
+    return sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
+
+
+def restore(common: Path, before: Snapshot, changed: list[str]) -> list[str]:
+    """Put every changed path back as it was; returns what could not be restored."""
+    failed = []
+    for rel in changed:
+        path = common / rel
+        try:
+            if path.is_symlink() or path.exists():
+                if path.is_dir() and not path.is_symlink():
+                    failed.append(rel)
+                    continue
+                path.unlink()
+            entry = before.get(rel)
+            if entry is None:
+                continue
+            if entry.data.startswith(b"symlink:") and stat.S_ISLNK(entry.mode):
+                os.symlink(os.fsdecode(entry.data[len(b"symlink:"):]), path)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(entry.data)
+            os.chmod(path, stat.S_IMODE(entry.mode))
+        except OSError:
+            failed.append(rel)
+    return failed

@@ -508,6 +508,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
             ctx.store.transition(run_id, run["state"], S.CANCELLED, "forced cleanup")
             run["state"] = S.CANCELLED
         _preserve_diff(run)
+        _restore_worktree_pointer(run)
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
         shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
@@ -516,6 +517,15 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
         shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
         ctx.store.transition(run_id, run["state"], S.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
+
+
+def _restore_worktree_pointer(run: dict[str, Any]) -> None:
+    """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
+    from bosun.engine.verifying import view_of
+    from bosun.isolation.change import restore_pointer
+
+    if Path(run["worktree"]).is_dir() and (paths.run_dir(run["id"]) / "view.git").is_dir():
+        restore_pointer(view_of(run))
 
 
 def _preserve_diff(run: dict[str, Any]) -> None:

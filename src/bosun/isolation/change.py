@@ -283,6 +283,20 @@ def _pointer_problems(view: View) -> list[Problem]:
     return []
 
 
+def restore_pointer(view: View) -> bool:
+    """Put back the worktree's ``.git`` file as bosun created it (so git can remove the worktree).
+    Returns True when something had to be restored."""
+    gitfile = view.worktree / ".git"
+    if not view.worktree.is_dir() or not _pointer_problems(view):
+        return False
+    if gitfile.is_dir() and not gitfile.is_symlink():
+        shutil.rmtree(gitfile)
+    else:
+        gitfile.unlink(missing_ok=True)
+    gitfile.write_bytes(view.gitfile_record.read_bytes())
+    return True
+
+
 def _gitlink_problems(view: View, tree: str) -> list[Problem]:
     raw = view.git(["diff-tree", "-r", "-z", "--no-renames", view.start, tree])
     out = []

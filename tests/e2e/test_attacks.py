@@ -1,0 +1,162 @@
+"""Hostile workers: each tries to get code that fails its own tests verified, approved and merged.
+
+Every attack runs as a real process (the `command` adapter) against real git and pytest. Each test
+checks the verdict, that nothing can be approved, and that the user's branch, index, stash,
+uncommitted files and `.git` are as they were (or were restored, and the run says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from bosun import paths
+from tests.conftest import ROOT, git, task_yaml, user_state
+
+ATTACKER = ROOT / "tests" / "workers" / "attacker.py"
+MODES = ("ignore_hide", "stale_pyc", "ignored_path", "nested_repo", "own_gitdir", "forge_index", "daemon_swap",
+         "tamper_git", "verify_home_pth")
+
+
+@pytest.fixture
+def attack_repo(repo: Path) -> Path:
+    lines = []
+    for mode in MODES:
+        lines += [f"\n[profiles.{mode}]", 'adapter = "command"',
+                  f"command = [{json.dumps(sys.executable)}, {json.dumps(str(ATTACKER))}, {json.dumps(mode)}]"]
+    with (repo / "bosun.toml").open("a") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with (repo / ".gitignore").open("a") as fh:
+        fh.write("build/\n")
+    git(repo, "commit", "-qam", "attack profiles")
+    return repo
+
+
+def delegate(cli, repo: Path, task: Path, mode: str) -> tuple[int, dict]:
+    return cli("delegate", str(task), "--repo", str(repo), "--profile", mode, "--json")
+
+
+def red(res: dict) -> set[str]:
+    return {g["code"] for g in res["gates"] if not g["ok"]}
+
+
+def assert_unapprovable(cli, res: dict) -> None:
+    code, out = cli("approve", res["id"], "--json")
+    assert code != 0, out
+    assert out["state"] != "approved"
+
+
+def test_a_gitignore_that_hides_itself_hides_nothing(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "ignore_hide")
+    assert code == 3, res
+    diff = (paths.run_dir(res["id"]) / "diff.patch").read_text()
+    assert "tests/conftest.py" in diff and "tests/.gitignore" in diff
+    assert "LOCKED_PATH_CHANGED" in red(res)
+    assert_unapprovable(cli, res)
+    assert user_state(attack_repo) == before
+
+
+def test_an_ignored_stale_bytecode_file_never_reaches_verification(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "stale_pyc")
+    assert code == 3, res
+    assert res["verification"]["passed"] is False
+    assert "VERIFY_FAILED" in red(res)
+    assert b"__pycache__" not in (paths.run_dir(res["id"]) / "diff.patch").read_bytes()
+    assert_unapprovable(cli, res)
+    assert user_state(attack_repo) == before
+
+
+def test_files_under_ignored_directories_are_removed_before_verification(cli, attack_repo, tmp_path):
+    check = "import calc, sys; sys.exit(0 if calc.add(2, 3) == 5 else 1)"
+    task = task_yaml(tmp_path / "t.json", verify=[{"run": [sys.executable, "-c", check],
+                                                   "env": {"PYTHONPATH": "build:src"}}])
+    code, res = delegate(cli, attack_repo, task, "ignored_path")
+    assert code == 3, res
+    assert res["verification"]["passed"] is False
+    assert not (Path(res["worktree"]) / "build").exists()
+
+
+def test_a_nested_repository_fails_closed(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "nested_repo")
+    assert code == 3, res
+    assert "NESTED_REPOSITORY" in red(res)
+    assert res["verification"]["commands"] == []  # never run on what cannot be represented
+    code, out = cli("approve", res["id"], "--waive", "NESTED_REPOSITORY", "--reason", "trust me", "--json")
+    assert code == 2 and "cannot be waived" in out["error"]["message"]
+    assert user_state(attack_repo) == before
+
+
+def test_a_worker_owned_git_dir_and_its_filter_are_never_used(cli, attack_repo, task_file, monkeypatch):
+    monkeypatch.setenv("BOSUN_TEST_SECRET", "s3cr3t-value")
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "own_gitdir")
+    assert code == 3, res
+    assert "GIT_POINTER_CHANGED" in red(res)
+    rdir = paths.run_dir(res["id"])
+    assert not (rdir / "filter-ran").exists(), "bosun ran the worker's filter program"
+    assert_unapprovable(cli, res)
+    code, out = cli("discard", res["id"], "--json")
+    assert code == 0, out
+    assert user_state(attack_repo) == before
+
+
+def test_a_forged_worktree_index_is_never_read(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "forge_index")
+    assert code == 3, res
+    diff = (paths.run_dir(res["id"]) / "diff.patch").read_text()
+    assert "tests/test_calc.py" in diff and "assert True" in diff  # the bytes on disk, not the index
+    assert "src/calc.py" not in diff
+    assert {"LOCKED_PATH_CHANGED", "VERIFY_FAILED"} & red(res)
+    assert_unapprovable(cli, res)
+    assert user_state(attack_repo) == before
+
+
+def test_a_daemon_left_behind_cannot_swap_files_during_verification(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    try:
+        code, res = delegate(cli, attack_repo, task_file, "daemon_swap")
+        pid = int((paths.run_dir(res["id"]) / "daemon.pid").read_text())
+        assert code == 3, res
+        assert res["verification"]["passed"] is False
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        events = (paths.run_dir(res["id"]) / "events.jsonl").read_text()
+        assert "stopped processes the worker left running" in events
+    finally:
+        pidfile = next(paths.runs_root().glob("*/daemon.pid"), None)
+        if pidfile is not None:
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+    assert user_state(attack_repo) == before
+
+
+def test_a_planted_hook_and_fsmonitor_are_restored_and_refused(cli, attack_repo, task_file):
+    config = (attack_repo / ".git" / "config").read_bytes()
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "tamper_git")
+    assert code == 3, res
+    assert "USER_GIT_TAMPERED" in red(res)
+    detail = next(g["detail"] for g in res["gates"] if g["code"] == "USER_GIT_TAMPERED")
+    assert "hooks/pre-commit" in detail and "restored" in detail
+    assert (attack_repo / ".git" / "config").read_bytes() == config
+    assert not (attack_repo / ".git" / "hooks" / "pre-commit").exists()
+    assert user_state(attack_repo) == before
+    code, out = cli("approve", res["id"], "--waive", "USER_GIT_TAMPERED", "--reason", "fine", "--json")
+    assert code == 2
+
+
+def test_the_verification_home_cannot_be_prepared_by_the_worker(cli, attack_repo, task_file):
+    code, res = delegate(cli, attack_repo, task_file, "verify_home_pth")
+    assert code == 3, res
+    assert res["verification"]["passed"] is False
+    assert_unapprovable(cli, res)

@@ -13,7 +13,7 @@ temp dir) this measures the wall time of
 and ``overhead = delegate - bare - git worktree add``. Targets: at most 0.3 s on both sizes.
 
 A breakdown comes from the same delegate run in-process, with the library functions it calls
-(create_worktree, snapshot_commit, uncommitted_state, worktree_change, rescan_tree, gates, verification,
+(create_worktree, create_view, snapshot_commit, uncommitted_state, scan, materialize, gates, verification,
 store writes, report, tokenizer) wrapped in timers. Then the startup of the read-only CLI paths
 (bench/startup.py).
 
@@ -317,14 +317,17 @@ PROBES = (
     ("bosun.contract", "load_contract", "load task contract"),
     ("bosun.engine.lifecycle", "prepare", "prepare (phase)"),
     ("bosun.isolation.worktree", "create_worktree", "  create_worktree"),
+    ("bosun.isolation.change", "create_view", "  create_view (bosun's own git dir)"),
     ("bosun.isolation.snapshot", "snapshot_commit", "  snapshot_commit"),
     ("bosun.isolation.snapshot", "uncommitted_state", "  uncommitted_state (prepare + gates)"),
     ("bosun.engine.lifecycle", "work", "work (phase)"),
     ("bosun.isolation.guard", "install_guard", "  install_guard"),
     ("bosun.workers.command", "CommandWorker.run", "  worker process"),
     ("bosun.engine.lifecycle", "verify", "verify (phase)"),
-    ("bosun.isolation.worktree", "worktree_change", "  worktree_change (diff + files + tree)"),
-    ("bosun.isolation.worktree", "rescan_tree", "  rescan_tree (drift check)"),
+    ("bosun.isolation.lingering", "stop_lingering", "  stop_lingering (nothing of the worker alive)"),
+    ("bosun.isolation.change", "scan", "  scan (bosun's view: the change as a tree)"),
+    ("bosun.isolation.change", "materialize", "  materialize (worktree = exactly that tree)"),
+    ("bosun.isolation.change", "tree_diff", "  tree_diff (diff of the verified tree)"),
     ("bosun.verification", "run_verification", "  verify commands"),
     ("bosun.engine.gating", "evaluate", "  gates (evaluate)"),
     ("bosun.gates", "run_gates", "    run_gates"),

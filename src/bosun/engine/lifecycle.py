@@ -124,7 +124,7 @@ def prepare(
 
         preload_tokenizer()
     try:
-        create_worktree(repo, wt, branch, start, scratch)
+        create_worktree(repo, wt, branch, start)
         view = create_view(rdir, wt, repo, start)
     except BosunError as exc:
         _fail(ctx, run_id, S.PREPARED, f"worktree creation failed: {exc.message}")

@@ -9,6 +9,6 @@ runs them all. Callers use only the names exported here.
 from __future__ import annotations
 
 from bosun.gates.context import GateContext
-from bosun.gates.runner import GATE_CODES, run_gates
+from bosun.gates.runner import ENGINE_GATE_CODES, GATE_CODES, run_gates
 
-__all__ = ["GATE_CODES", "GateContext", "run_gates"]
+__all__ = ["ENGINE_GATE_CODES", "GATE_CODES", "GateContext", "run_gates"]

@@ -32,6 +32,12 @@ GATES: tuple[tuple[str, Gate], ...] = (
 )
 GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
 
+# Refusals the engine files as gates itself, outside this runner: bosun could not compute a faithful
+# change (isolation.change), the user's git dir changed during the run (isolation.gitwatch), or a
+# read-only review turn edited files. Listed here so they are documented like every other gate.
+ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED",
+                                      "REVIEW_CHANGED_TREE")
+
 
 def run_gates(ctx: GateContext) -> list[GateResult]:
     """One result per gate, in :data:`GATE_CODES` order."""

@@ -347,7 +347,6 @@ def materialize(view: View, tree: str) -> None:
     view.git(["read-tree", "--reset", "-u", tree])
     view.git(["clean", "-ffdxq"])
     _remove_nested_git_entries(view.worktree)
-    view.git(["update-index", "-q", "--refresh"], check=False)
 
 
 def _remove_nested_git_entries(worktree: Path) -> None:

@@ -1,9 +1,9 @@
-"""The worker's worktree: creating it, reading its change back, landing that change, removing it.
+"""The worker's worktree: creating it, landing a change, removing it.
 
-A worker's change is whatever its files say, not what it did to its own index: every read goes
-through a throwaway index rebuilt from the start commit plus ``git add -A``. Landing never touches a
-work tree or ref except in ``fast_forward_user_branch``, which moves the user's branch the way
-``git merge --ff-only`` would and refuses rather than overwrite their uncommitted work.
+Reading the worker's change back is :mod:`bosun.isolation.change`'s job (bosun's own git dir, never
+the worktree's). Landing never touches a work tree or ref except in ``fast_forward_user_branch``,
+which moves the user's branch the way ``git merge --ff-only`` would and refuses rather than overwrite
+their uncommitted work.
 """
 
 from __future__ import annotations
@@ -12,28 +12,11 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from bosun.changes import FileChange
 from bosun.errors import BadInput, Conflict
 from bosun.isolation.git import GitError, git, git_path, tree_of
 from bosun.isolation.snapshot import BOSUN_EMAIL, BOSUN_NAME, NO_SPLIT_INDEX
-
-# Diff output must not depend on the user's diff.* settings (noprefix, algorithm, context, external
-# tools, textconv, colours), because the engine hashes it and ``git apply`` must read it back:
-# plumbing ``diff-index`` ignores the UI config, and the remaining knobs are pinned here.
-_DIFF_OPTS = [
-    "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--full-index",
-    "--binary",
-    "-M",
-    "--src-prefix=a/",
-    "--dst-prefix=b/",
-]
-_QUOTE_PATHS = ["-c", "core.quotePath=true"]
 
 
 def branch_exists(repo: Path | str, branch: str) -> bool:
@@ -49,13 +32,11 @@ def is_ancestor(repo: Path | str, a: str, b: str) -> bool:
     raise GitError.from_failure(["merge-base", "--is-ancestor", a, b], res.returncode, res.stderr, repo)
 
 
-def create_worktree(
-    repo: Path | str, path: Path, branch: str, start: str, scratch_dir: Path | None = None
-) -> None:
+def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> None:
     """Add a worktree at ``path`` on a new ``branch`` pointing at ``start``.
 
-    With ``scratch_dir``, the fresh index's fingerprint is recorded there: while the worktree's index
-    still has it, later scans can trust it as ``start`` plus a stat cache (see ``_throwaway_index``).
+    The worker's change is never read back from here through git's view of this worktree: see
+    :mod:`bosun.isolation.change`.
     """
     # Checked as a full ref name: --branch would expand "@{-1}" and friends.
     valid = git(["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
@@ -68,133 +49,11 @@ def create_worktree(
     path.parent.mkdir(parents=True, exist_ok=True)
     # --no-track: never write upstream config into the user's repository.
     git(["worktree", "add", "--quiet", "--no-track", "-b", branch, os.path.abspath(path), start], repo)
-    if scratch_dir is not None:
-        scratch_dir.mkdir(parents=True, exist_ok=True)
-        (scratch_dir / PRISTINE_INDEX).write_text(_index_fingerprint(git_path(path, "index")) or "")
-
-
-PRISTINE_INDEX = "worktree-index.fingerprint"
-
-
-def _index_fingerprint(index: Path) -> str | None:
-    try:
-        st = index.stat()
-    except OSError:
-        return None
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _throwaway_index(worktree: Path, start: str, scratch_dir: Path) -> dict[str, str]:
-    """Build ``scratch_dir/diff.index`` = ``start`` + the worktree's files; return the env selecting it.
-
-    The worktree's own index is copied only for its stat cache (so unchanged files are not rehashed);
-    ``read-tree --reset`` then throws away whatever the worker staged, unstaged or force-added.
-    """
-    scratch_dir.mkdir(parents=True, exist_ok=True)
-    index = scratch_dir / "diff.index"
-    _remove_index(index)
-    env = {"GIT_INDEX_FILE": str(index)}
-    own = git_path(worktree, "index")
-    if own.is_file():
-        shutil.copy2(own, index)
-        recorded = scratch_dir / PRISTINE_INDEX
-        if recorded.is_file() and recorded.read_text() == _index_fingerprint(own):
-            # Nobody touched the worktree's index since it was checked out at ``start``: its entries
-            # are ``start`` already, so the (on a big repository, costly) reset can be skipped.
-            git([*NO_SPLIT_INDEX, "add", "-A"], worktree, env=env)
-            return env
-    res = git([*NO_SPLIT_INDEX, "read-tree", "--reset", start], worktree, env=env, check=False)
-    if res.returncode != 0:
-        # The worker's index is unreadable (it may have damaged it): start from nothing.
-        _remove_index(index)
-        git([*NO_SPLIT_INDEX, "read-tree", start], worktree, env=env)
-    git([*NO_SPLIT_INDEX, "add", "-A"], worktree, env=env)
-    return env
 
 
 def _remove_index(index: Path) -> None:
     for p in (index, index.with_name(index.name + ".lock")):
         p.unlink(missing_ok=True)
-
-
-def worktree_diff(worktree: Path, start: str, scratch_dir: Path) -> bytes:
-    """The worktree's full binary diff against ``start``; the same files always give the same bytes."""
-    env = _throwaway_index(worktree, start, scratch_dir)
-    res = git(
-        [*_QUOTE_PATHS, "diff-index", "--cached", "-p", *_DIFF_OPTS, start, "--"],
-        worktree,
-        env=env,
-        text=False,
-    )
-    return res.stdout  # type: ignore[return-value]
-
-
-def tree_of_worktree(worktree: Path, start: str, scratch_dir: Path) -> str:
-    """The tree object of the worktree's files (what the worker's change commits to)."""
-    env = _throwaway_index(worktree, start, scratch_dir)
-    return git(["write-tree"], worktree, env=env).stdout.strip()
-
-
-@dataclass(frozen=True)
-class WorktreeChange:
-    """The worker's change, from one throwaway index: the canonical diff, the files, the tree."""
-
-    diff: bytes
-    changes: list[FileChange]
-    tree: str
-
-
-def worktree_change(worktree: Path, start: str, scratch_dir: Path) -> WorktreeChange:
-    """Diff, changed files and tree of the worktree against ``start``, building the index once.
-
-    Same bytes as ``worktree_diff`` and the same list as ``changed_files``; on a large repository
-    one index build instead of two is most of the cost of verification's bookkeeping.
-    """
-    env = _throwaway_index(worktree, start, scratch_dir)
-    diff = git(
-        [*_QUOTE_PATHS, "diff-index", "--cached", "-p", *_DIFF_OPTS, start, "--"], worktree, env=env, text=False
-    ).stdout
-    tree = git(["write-tree"], worktree, env=env).stdout.strip()
-    return WorktreeChange(diff, _changes_from_index(worktree, start, env), tree)  # type: ignore[arg-type]
-
-
-def rescan_tree(worktree: Path, scratch_dir: Path) -> str:
-    """The worktree's tree now, reusing the index ``worktree_change`` left in ``scratch_dir``.
-
-    Only a stat pass (``add -A`` on an index that already matches): the cheap way to see whether
-    anything changed since (verification writing into the tree, say).
-    """
-    env = {"GIT_INDEX_FILE": str(scratch_dir / "diff.index")}
-    git([*NO_SPLIT_INDEX, "add", "-A"], worktree, env=env)
-    return git(["write-tree"], worktree, env=env).stdout.strip()
-
-
-def changed_files(worktree: Path, start: str, scratch_dir: Path) -> list[FileChange]:
-    """One ``FileChange`` per touched path, with real (unquoted) paths, modes and line counts."""
-    env = _throwaway_index(worktree, start, scratch_dir)
-    return _changes_from_index(worktree, start, env)
-
-
-def _changes_from_index(worktree: Path, start: str, env: dict[str, str]) -> list[FileChange]:
-    raw = git(["diff-index", "--cached", "--raw", "-z", "-M", start, "--"], worktree, env=env, text=False)
-    num = git(["diff-index", "--cached", "--numstat", "-z", "-M", start, "--"], worktree, env=env, text=False)
-    counts = _parse_numstat(num.stdout)  # type: ignore[arg-type]
-    changes = []
-    for status, old_mode, new_mode, old_path, path in _parse_raw(raw.stdout):  # type: ignore[arg-type]
-        added, deleted, binary = counts.get(path, (0, 0, False))
-        changes.append(
-            FileChange(
-                path=path,
-                status=status,
-                added=added,
-                deleted=deleted,
-                binary=binary,
-                old_path=old_path,
-                old_mode=old_mode,
-                new_mode=new_mode,
-            )
-        )
-    return changes
 
 
 def _parse_raw(out: bytes) -> list[tuple[str, str, str, str | None, str]]:

@@ -72,9 +72,21 @@ def _last_line(stderr: str) -> str:
     return lines[-1] if lines else ""
 
 
+# What git may see of bosun's environment: where to find programs and the user's own git settings
+# and identity. Nothing else (API keys, tokens) ever reaches a git process or a program git runs.
+_ENV_ALLOWLIST = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_CONFIG_HOME", "EMAIL",
+    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES",
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+})
+
+
 def git_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a git call: the user's environment, pinned, plus ``overrides``."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_LOCATION_VARS}
+    """The environment for a git call: an allowlisted part of the user's environment, pinned, plus
+    ``overrides``."""
+    env = {k: v for k, v in os.environ.items()
+           if (k in _ENV_ALLOWLIST or k.startswith("LC_")) and k not in _REPO_LOCATION_VARS}
     env.update(GIT_ENV)
     if overrides:
         env.update(overrides)

@@ -111,6 +111,9 @@ class Settings(BaseModel):
     max_concurrent_runs: int = Field(default=4, ge=1, le=32)
     locked: list[str] = Field(default_factory=list, description="extra always-locked globs")
     reverify_on_integrate: bool = True
+    baseline: Literal["auto", "off"] = Field(
+        default="auto", description="run the verify commands on the start tree too, for the fail-to-pass proof"
+    )
     self_review_min_diff_lines: int = Field(default=40, ge=0, description="skip self-review below this many changed lines")
     parent_prices: Prices = Field(default_factory=lambda: DEFAULT_PARENT_PRICES.model_copy())
     profiles: dict[str, Profile] = Field(default_factory=dict)

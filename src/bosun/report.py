@@ -105,6 +105,8 @@ def render_markdown(ctx: Any, run: dict[str, Any], metrics: dict[str, Any]) -> s
     for c in verification.get("commands", []):
         mark = "PASS" if c.get("exit_code") == 0 and not c.get("timed_out") else "FAIL"
         lines.append(f"- {mark} `{' '.join(c['argv'])}` exit {c.get('exit_code')} in {c.get('duration_s')}s")
+    if verification.get("proof"):
+        lines.append(f"- proof: {verification['proof']}")
     lines += ["", "## Gates", ""]
     for g in gates:
         lines.append(f"- {'ok  ' if g['ok'] else 'FAIL'} {g['code']}: {g.get('detail', '')}")

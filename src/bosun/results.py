@@ -74,6 +74,21 @@ def _verification(doc: dict[str, Any] | None) -> dict[str, Any] | None:
             }
             for c in doc.get("commands", [])
         ],
+        # The fail-to-pass proof (see engine/baseline.py): None when no baseline was taken.
+        "proven": doc.get("proven"),
+        "proof": doc.get("proof"),
+        "baseline": _baseline(doc.get("baseline")),
+    }
+
+
+def _baseline(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not doc:
+        return None
+    return {
+        "passed": doc.get("passed"),
+        "cached": bool(doc.get("cached")),
+        "commands": [{"argv": c.get("argv"), "exit_code": c.get("exit_code"), "duration_s": c.get("duration_s")}
+                     for c in doc.get("commands", [])],
     }
 
 

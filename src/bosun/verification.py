@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun import proc
-from bosun.contract import TaskContract
+from bosun.contract import TaskContract, VerifyCommand
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
@@ -81,3 +81,28 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         passed = passed and ok
         commands.append(entry)
     return {"passed": passed if task.verify else None, "commands": commands}
+
+
+def verify_commit(
+    repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str
+) -> dict[str, Any]:
+    """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it."""
+    import shutil
+
+    from bosun.isolation.git import git
+    from bosun.isolation.worktree import remove_worktree
+
+    wt = workdir / "verify-worktree"
+    remove_worktree(repo, wt, None, delete_branch=False)  # left by a crash
+    shutil.rmtree(wt, ignore_errors=True)
+    wt.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
+    try:
+        task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
+        result = run_verification(task, wt, workdir / "verify-home")
+    finally:
+        remove_worktree(repo, wt, None, delete_branch=False)
+        shutil.rmtree(wt, ignore_errors=True)
+        shutil.rmtree(workdir / "verify-home", ignore_errors=True)
+    result["commit"] = commit
+    return result

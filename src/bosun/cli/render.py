@@ -32,6 +32,8 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
             if not ok and c.get("output_tail"):
                 for line in c["output_tail"].strip().splitlines()[-8:]:
                     out(f"         {line}\n")
+        if v.get("proof"):
+            out(f"  proof: {v['proof']}\n")
     if r["gates"]:
         out("gates:\n")
         for g in r["gates"]:

@@ -161,6 +161,7 @@ def work(
 ) -> dict[str, Any]:
     """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled."""
     from bosun.engine.attempts import run_attempts
+    from bosun.engine.baseline import start_baseline
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -178,10 +179,13 @@ def work(
         ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
         watch = gitwatch.take(repo)
         began = boot_clock()
+        baseline = start_baseline(run, task, settings.baseline)
         try:
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
+            if baseline is not None:
+                baseline.wait()
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
             current = ctx.store.require_run(run_id)["state"]
@@ -275,6 +279,7 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
         digest,
         gates_for_tree,
         problem_gates,
+        prove,
         run_verify_commands,
         view_of,
     )
@@ -300,6 +305,8 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     else:
         materialize(view, change.tree)
         verification = run_verify_commands(task, run_id, worktree)
+        if task.mode == Mode.code and task.verify:
+            verification.update(prove(run_id, verification))
     verification["tree"] = change.tree
     record.write_doc(run_id, record.VERIFICATION, verification)
     diff, gates = gates_for_tree(run, task, settings, change.tree, verification, on_disk=not refusals)

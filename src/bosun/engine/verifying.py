@@ -70,6 +70,15 @@ def run_verify_commands(task: TaskContract, run_id: str, workdir: Path) -> dict[
         shutil.rmtree(home, ignore_errors=True)
 
 
+def prove(run_id: str, verification: dict[str, Any]) -> dict[str, Any]:
+    """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`)."""
+    from bosun.engine.baseline import proof, read_baseline
+
+    baseline = read_baseline(run_id)
+    found = proof(baseline, verification)
+    return {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
+
+
 def problem_gates(change: Change) -> list[GateResult]:
     return [GateResult(p.code, False, p.detail) for p in change.problems]
 

@@ -16,12 +16,12 @@ No step touches a work tree of the user's: commits are built with throwaway inde
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from bosun.contract import TaskContract, VerifyCommand
+from bosun.contract import TaskContract
 from bosun.errors import BadInput, BosunError, Conflict
+from bosun.verification import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
 
 ZERO = "0" * 40
 
@@ -154,32 +154,6 @@ def merge_landing(repo: Path, head: str, landing: str, start: str, message: str)
     tree = lines[0].strip()
     out = _git(["commit-tree", tree, "-p", head, "-p", landing, "-m", message], repo, env=ident_env(repo))
     return str(out.stdout.strip())
-
-
-# -- verification in a temporary worktree --------------------------------------------------------
-
-
-def verify_commit(
-    repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str
-) -> dict[str, Any]:
-    """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it."""
-    from bosun.isolation.worktree import remove_worktree
-    from bosun.verification import run_verification
-
-    wt = workdir / "verify-worktree"
-    remove_worktree(repo, wt, None, delete_branch=False)  # left by a crash
-    shutil.rmtree(wt, ignore_errors=True)
-    wt.parent.mkdir(parents=True, exist_ok=True)
-    _git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
-    try:
-        task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
-        result = run_verification(task, wt, workdir / "verify-home")
-    finally:
-        remove_worktree(repo, wt, None, delete_branch=False)
-        shutil.rmtree(wt, ignore_errors=True)
-        shutil.rmtree(workdir / "verify-home", ignore_errors=True)
-    result["commit"] = commit
-    return result
 
 
 # -- the final landing ---------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""Fail-to-pass proof: the verify commands run on the start tree too, while the worker works.
+
+A change is *proven* when at least one verify command failed on the start tree (the baseline) and
+every one passes on the change. Tests that already passed before prove nothing about the change,
+and bosun says so. When the worker changed existing tests, the proof is taken with the original
+tests held out (see :mod:`bosun.engine.heldout`): a rewritten test proves nothing either.
+
+The baseline runs in a detached worktree of the start commit, in a thread started when the worker
+starts, so it costs no wall time when the worker takes longer than the tests. Its result is cached
+per start tree and commands (``$BOSUN_CACHE_DIR/baselines``): the same task run again, or a plan's
+tasks on the same base, reuse it. The baseline directory lives under the run directory, outside
+anything the worker's sandbox lets it write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.contract import TaskContract
+from bosun.fileio import read_json, write_json_atomic
+
+BASELINE = "baseline.json"
+FORMAT_VERSION = 1
+
+
+def cache_key(start_tree: str, task: TaskContract) -> str:
+    commands = [c.model_dump(mode="json") for c in task.verify]
+    raw = json.dumps({"tree": start_tree, "commands": commands}, sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _cache_path(key: str) -> Path:
+    return paths.cache_dir() / "baselines" / f"{key}.json"
+
+
+def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
+    """Run the verify commands on the run's start commit (cached); returns the verification doc."""
+    from bosun.isolation.git import tree_of
+    from bosun.verification import verify_commit
+
+    repo = Path(run["repo"])
+    key = cache_key(tree_of(repo, run["start_commit"]), task)
+    cached = read_json(_cache_path(key), None)
+    if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
+        return {**cached["verification"], "cached": True}
+    workdir = paths.run_dir(run["id"]) / "baseline"
+    result = verify_commit(repo, run["start_commit"], list(task.verify), workdir, task.title)
+    write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})
+    return result
+
+
+class BaselineJob:
+    """The baseline in a background thread; ``wait()`` writes ``baseline.json`` in the run directory."""
+
+    def __init__(self, run: dict[str, Any], task: TaskContract) -> None:
+        self.run = run
+        self.task = task
+        self.result: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._work, name=f"baseline-{run['id']}", daemon=True)
+
+    def start(self) -> BaselineJob:
+        self._thread.start()
+        return self
+
+    def _work(self) -> None:
+        try:
+            self.result = run_baseline(self.run, self.task)
+        except Exception as exc:  # noqa: BLE001 - a baseline that cannot run proves nothing; never fatal
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def wait(self) -> dict[str, Any]:
+        self._thread.join()
+        doc = {"format_version": FORMAT_VERSION, "verification": self.result, "error": self.error}
+        write_json_atomic(paths.run_dir(self.run["id"]) / BASELINE, doc)
+        return doc
+
+
+def start_baseline(run: dict[str, Any], task: TaskContract, setting: str) -> BaselineJob | None:
+    """Start the baseline unless it is off, the task has nothing to verify, or it was taken already."""
+    if setting == "off" or not task.verify or task.mode.value != "code":
+        return None
+    existing = read_json(paths.run_dir(run["id"]) / BASELINE, None)
+    if isinstance(existing, dict) and existing.get("verification"):
+        return None
+    return BaselineJob(run, task).start()
+
+
+def read_baseline(run_id: str) -> dict[str, Any] | None:
+    doc = read_json(paths.run_dir(run_id) / BASELINE, None)
+    return doc.get("verification") if isinstance(doc, dict) else None
+
+
+def _passed(cmd: dict[str, Any]) -> bool:
+    return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
+
+
+def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """``{proven, failed_before, sentence}`` from the baseline and the verification it is compared with."""
+    if baseline is None or not baseline.get("commands"):
+        return {"proven": None, "failed_before": [], "sentence": "no baseline was taken: bosun cannot say whether "
+                "the tests failed before this change"}
+    before = baseline["commands"]
+    failed_before = [i for i, c in enumerate(before) if not _passed(c)]
+    passes_after = bool(after.get("commands")) and all(_passed(c) for c in after["commands"])
+    if not failed_before:
+        return {"proven": False, "failed_before": [],
+                "sentence": "the tests already passed before this change: they do not prove it"}
+    if passes_after:
+        return {"proven": True, "failed_before": failed_before,
+                "sentence": "the tests failed before this change and pass after it"}
+    return {"proven": False, "failed_before": failed_before,
+            "sentence": "the tests failed before this change and still fail after it"}

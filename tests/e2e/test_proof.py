@@ -1,0 +1,54 @@
+"""The fail-to-pass proof: bosun runs the verify commands on the start tree too, and says what that proves."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from bosun import paths
+from tests.conftest import task_yaml
+
+
+def delegate(cli, repo: Path, task: Path, profile: str, *extra: str) -> tuple[int, dict]:
+    return cli("delegate", str(task), "--repo", str(repo), "--profile", profile, "--json", *extra)
+
+
+def test_a_real_fix_is_proven(cli, repo, task_file, capsys):
+    code, res = delegate(cli, repo, task_file, "fix")
+    assert code == 0, res
+    v = res["verification"]
+    assert v["proven"] is True
+    assert v["baseline"]["passed"] is False and v["baseline"]["commands"][0]["exit_code"] != 0
+    assert v["proof"] == "the tests failed before this change and pass after it"
+    code, out = cli("show", res["id"])
+    assert "proof: the tests failed before this change and pass after it" in out
+    report = (paths.run_dir(res["id"]) / "report.md").read_text()
+    assert "the tests failed before this change" in report
+
+
+def test_tests_that_already_passed_prove_nothing(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytest -q tests/test_calc.py::test_sub"])
+    code, res = delegate(cli, repo, task, "fix")
+    assert code == 0, res
+    assert res["verification"]["proven"] is False
+    assert res["verification"]["proof"] == "the tests already passed before this change: they do not prove it"
+
+
+def test_the_baseline_is_cached_per_start_tree_and_commands(cli, repo, task_file):
+    code, first = delegate(cli, repo, task_file, "fix")
+    code, second = delegate(cli, repo, task_file, "fix")
+    assert first["verification"]["baseline"]["cached"] is False
+    assert second["verification"]["baseline"]["cached"] is True
+    assert second["verification"]["proven"] is True
+
+
+def test_baseline_off(cli, repo, task_file):
+    toml = repo / "bosun.toml"
+    toml.write_text('baseline = "off"\n' + toml.read_text())
+    code, res = delegate(cli, repo, task_file, "fix")
+    assert code == 0, res
+    assert res["verification"]["proven"] is None
+    assert "no baseline" in res["verification"]["proof"]
+    assert not (paths.run_dir(res["id"]) / "baseline.json").exists() or json.loads(
+        (paths.run_dir(res["id"]) / "baseline.json").read_text())["verification"] is None

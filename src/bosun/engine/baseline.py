@@ -7,7 +7,7 @@ tests held out (see :mod:`bosun.engine.heldout`): a rewritten test proves nothin
 
 The baseline runs in a detached worktree of the start commit, in a thread started when the worker
 starts, so it costs no wall time when the worker takes longer than the tests. Its result is cached
-per start tree and commands (``$BOSUN_CACHE_DIR/baselines``): the same task run again, or a plan's
+per start tree and commands (``$BOSUN_HOME/baselines``): the same task run again, or a plan's
 tasks on the same base, reuse it. The baseline directory lives under the run directory, outside
 anything the worker's sandbox lets it write.
 """
@@ -35,7 +35,9 @@ def cache_key(start_tree: str, task: TaskContract) -> str:
 
 
 def _cache_path(key: str) -> Path:
-    return paths.cache_dir() / "baselines" / f"{key}.json"
+    # Under BOSUN_HOME rather than the shared cache dir: a baseline vouches for a proof, so it lives
+    # where bosun's other records do (and where the worker's sandbox cannot write).
+    return paths.bosun_home() / "baselines" / f"{key}.json"
 
 
 def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:

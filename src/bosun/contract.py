@@ -44,6 +44,11 @@ class VerifyCommand(_Strict):
         description="extra environment for this command (e.g. PYTHONPATH=src); added to the verify allowlist",
     )
     cwd: str | None = Field(default=None, description="directory to run in, relative to the repository root")
+    junit: str | None = Field(
+        default=None,
+        description="a JUnit XML file the command writes (relative to cwd): bosun lists the tests that went "
+        "fail-to-pass and pass-to-fail. pytest commands get one automatically",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -128,6 +133,15 @@ class TaskContract(_Strict):
     timeout_s: float | None = Field(default=None, gt=0, le=86_400)
     base: str = Field(default="HEAD", description="git ref the worktree starts from")
     limits: Limits = Field(default_factory=Limits)
+    tests: Literal["keep", "extend", "rewrite"] = Field(
+        default="extend",
+        description="what the worker may do to existing tests: keep (none may change), extend (may add and "
+        "edit; the originals are also run, held out), rewrite (behaviour changes on purpose; reported only)",
+    )
+    holdout: list[str] = Field(
+        default_factory=list,
+        description="globs of files the worker never sees; bosun adds them back only to verify",
+    )
 
     @field_validator("prompt")
     @classmethod
@@ -136,7 +150,7 @@ class TaskContract(_Strict):
             raise ValueError("the prompt is empty; say what the worker must do")
         return v
 
-    @field_validator("scope", "locked")
+    @field_validator("scope", "locked", "holdout")
     @classmethod
     def _globs(cls, v: list[str]) -> list[str]:
         return [_check_glob(p) for p in v]

@@ -77,6 +77,8 @@ def _verification(doc: dict[str, Any] | None) -> dict[str, Any] | None:
         # The fail-to-pass proof (see engine/baseline.py): None when no baseline was taken.
         "proven": doc.get("proven"),
         "proof": doc.get("proof"),
+        "fail_to_pass": doc.get("fail_to_pass"),
+        "pass_to_fail": doc.get("pass_to_fail"),
         "baseline": _baseline(doc.get("baseline")),
     }
 

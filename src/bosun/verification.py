@@ -62,6 +62,11 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
             commands.append(entry)
             continue
         cmd_env = {**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}}
+        # pytest reports every test's outcome to a file of bosun's: the proof can then name tests.
+        auto_junit = home / "junit" / f"{len(commands)}.xml"
+        auto_junit.parent.mkdir(parents=True, exist_ok=True)
+        auto_junit.unlink(missing_ok=True)
+        cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "") + f" --junitxml={auto_junit}").strip()
         try:
             res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0)
         except (FileNotFoundError, PermissionError) as exc:
@@ -78,9 +83,33 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         )
         if res.timed_out:
             entry["output_tail"] += f"\n[bosun: killed after {timeout:g}s timeout]"
+        tests = read_junit(cwd / cmd.junit if cmd.junit else auto_junit)
+        if tests is not None:
+            entry["tests"] = tests
         passed = passed and ok
         commands.append(entry)
     return {"passed": passed if task.verify else None, "commands": commands}
+
+
+MAX_TEST_IDS = 5000
+
+
+def read_junit(path: Path) -> dict[str, list[str]] | None:
+    """``{passed, failed, skipped}`` test ids from a JUnit XML file; None when there is none."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    out: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname') or ''}::{case.get('name') or ''}".lstrip(":")
+        kinds = {child.tag for child in case}
+        key = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
+        if len(out[key]) < MAX_TEST_IDS:
+            out[key].append(name)
+    return out
 
 
 def verify_commit(

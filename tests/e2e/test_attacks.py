@@ -7,34 +7,13 @@ uncommitted files and `.git` are as they were (or were restored, and the run say
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 from pathlib import Path
 
-import pytest
-
 from bosun import paths
-from tests.conftest import ROOT, git, task_yaml, user_state
-
-ATTACKER = ROOT / "tests" / "workers" / "attacker.py"
-MODES = ("ignore_hide", "stale_pyc", "ignored_path", "nested_repo", "own_gitdir", "forge_index", "daemon_swap",
-         "tamper_git", "verify_home_pth")
-
-
-@pytest.fixture
-def attack_repo(repo: Path) -> Path:
-    lines = []
-    for mode in MODES:
-        lines += [f"\n[profiles.{mode}]", 'adapter = "command"',
-                  f"command = [{json.dumps(sys.executable)}, {json.dumps(str(ATTACKER))}, {json.dumps(mode)}]"]
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write("\n".join(lines) + "\n")
-    with (repo / ".gitignore").open("a") as fh:
-        fh.write("build/\n")
-    git(repo, "commit", "-qam", "attack profiles")
-    return repo
+from tests.conftest import ROOT, task_yaml, user_state
 
 
 def delegate(cli, repo: Path, task: Path, mode: str) -> tuple[int, dict]:

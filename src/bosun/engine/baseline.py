@@ -46,12 +46,14 @@ def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
     from bosun.verification import verify_commit
 
     repo = Path(run["repo"])
-    key = cache_key(tree_of(repo, run["start_commit"]), task)
+    # With holdout files, the baseline runs on the full start (the hidden tests included).
+    start = ((run.get("data") or {}).get("holdout") or {}).get("full_start") or run["start_commit"]
+    key = cache_key(tree_of(repo, start), task)
     cached = read_json(_cache_path(key), None)
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
     workdir = paths.run_dir(run["id"]) / "baseline"
-    result = verify_commit(repo, run["start_commit"], list(task.verify), workdir, task.title)
+    result = verify_commit(repo, start, list(task.verify), workdir, task.title)
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})
     return result
 
@@ -114,7 +116,18 @@ def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, A
         return {"proven": False, "failed_before": [],
                 "sentence": "the tests already passed before this change: they do not prove it"}
     if passes_after:
-        return {"proven": True, "failed_before": failed_before,
+        return {"proven": True, "failed_before": failed_before, **_flips(before, after["commands"]),
                 "sentence": "the tests failed before this change and pass after it"}
-    return {"proven": False, "failed_before": failed_before,
+    return {"proven": False, "failed_before": failed_before, **_flips(before, after.get("commands", [])),
             "sentence": "the tests failed before this change and still fail after it"}
+
+
+def _flips(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Test ids that went fail-to-pass and pass-to-fail, where the commands reported test lists."""
+    f2p: list[str] = []
+    p2f: list[str] = []
+    for b, a in zip(before, after, strict=False):
+        if "tests" in b and "tests" in a:
+            f2p += sorted(set(b["tests"]["failed"]) & set(a["tests"]["passed"]))
+            p2f += sorted(set(b["tests"]["passed"]) & set(a["tests"]["failed"]))
+    return {"fail_to_pass": f2p[:200], "pass_to_fail": p2f[:200]}

@@ -96,7 +96,8 @@ def _reverify_target(run: dict[str, Any], merged: str, scratch: Path) -> str:
     repo = Path(run["repo"])
     if not run["data"].get("snapshot"):
         return merged
-    raw = git(["diff", "--binary", "--full-index", run["base"], run["start_commit"]], repo, text=False).stdout
+    full_start = (run["data"].get("holdout") or {}).get("full_start") or run["start_commit"]
+    raw = git(["diff", "--binary", "--full-index", run["base"], full_start], repo, text=False).stdout
     snap_patch = raw if isinstance(raw, bytes) else raw.encode()
     if not snap_patch:
         return merged

@@ -67,6 +67,7 @@ def prepare(
     ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
     tasks start from the integration branch, which already holds the user's snapshot).
     """
+    from bosun.engine.heldout import holdout_paths, strip_holdout
     from bosun.engine.routing import choose_profile
     from bosun.isolation import git as g
     from bosun.isolation.change import create_view
@@ -80,6 +81,10 @@ def prepare(
     choice = choose_profile(settings, task, profile_name, ctx.store)
     head = g.head_commit(repo)
 
+    if task.holdout and not holdout_paths(repo, base, task.holdout):
+        raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",
+                       "name files committed in the repository (globs as in scope and locked)")
+
     run_id = new_run_id()
     rdir = paths.run_dir(run_id)
     wt = paths.worktree_dir(run_id)
@@ -92,7 +97,8 @@ def prepare(
     # The user's uncommitted work only makes sense on top of their HEAD.
     carry = carry_uncommitted and base == head and bool(uncommitted)
     snapshot = snapshot_commit(repo, base, scratch, known_dirty=True) if carry else None
-    start = snapshot or base
+    full_start = snapshot or base
+    start, hidden = strip_holdout(repo, full_start, task.holdout, scratch) if task.holdout else (full_start, [])
 
     run = {
         "id": run_id,
@@ -114,6 +120,7 @@ def prepare(
             "source_head_at_start": head,
             "uncommitted_at_start": uncommitted,
             "routing": choice.to_dict(),
+            **({"holdout": {"paths": hidden, "full_start": full_start}} if hidden else {}),
         },
     }
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
@@ -275,42 +282,23 @@ def scan_change(run: dict[str, Any]) -> Any:
 
 def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
-    from bosun.engine.verifying import (
-        digest,
-        gates_for_tree,
-        problem_gates,
-        prove,
-        run_verify_commands,
-        view_of,
-    )
-    from bosun.isolation.change import materialize
+    from bosun.engine.verifying import digest, gates_for_tree, verify_change
     from bosun.isolation.lingering import stop_lingering
 
     run = ctx.store.require_run(run_id)
     task = load_task(run_id)
     settings = ctx.settings(Path(run["repo"]))
-    worktree = Path(run["worktree"])
     window = (run.get("data") or {}).get("worker_window")
-    killed = stop_lingering(worktree, tuple(window) if window else None)
+    killed = stop_lingering(Path(run["worktree"]), tuple(window) if window else None)
     if killed:
         _system_event(run_id, "stopped processes the worker left running before verification: "
                       + ", ".join(killed[:10]))
-    view = view_of(run)
     change = scan_change(run)
-    refusals = problem_gates(change) + _tamper_gates(run)
-    if refusals:
-        # Fail closed: what cannot be represented faithfully is never run.
-        verification: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "skipped":
-                                        "not run: " + "; ".join(g.detail for g in refusals)}
-    else:
-        materialize(view, change.tree)
-        verification = run_verify_commands(task, run_id, worktree)
-        if task.mode == Mode.code and task.verify:
-            verification.update(prove(run_id, verification))
-    verification["tree"] = change.tree
+    verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
     record.write_doc(run_id, record.VERIFICATION, verification)
-    diff, gates = gates_for_tree(run, task, settings, change.tree, verification, on_disk=not refusals)
-    gates = refusals + gates
+    diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
+                                 on_disk=not verification.get("skipped"))
+    gates = extra_gates + gates
     sha = digest(diff)
     write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
     if all(g.ok for g in gates) and task.mode == Mode.code:

@@ -76,11 +76,68 @@ def prove(run_id: str, verification: dict[str, Any]) -> dict[str, Any]:
 
     baseline = read_baseline(run_id)
     found = proof(baseline, verification)
-    return {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
+    out = {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
+    for key in ("fail_to_pass", "pass_to_fail"):
+        if key in found:
+            out[key] = found[key]
+    return out
 
 
 def problem_gates(change: Change) -> list[GateResult]:
     return [GateResult(p.code, False, p.detail) for p in change.problems]
+
+
+def verify_change(
+    run: dict[str, Any], task: TaskContract, change: Change, refusals: list[GateResult]
+) -> tuple[dict[str, Any], list[GateResult]]:
+    """Run the verify commands on exactly the change (plus the holdout files), then the original tests
+    held out when the change touched tests. Returns the verification doc and the gates it decides.
+
+    Fail closed: with ``refusals`` (or problems in the change itself) nothing is run at all.
+    """
+    from bosun.contract import Mode
+    from bosun.engine.heldout import heldout_tree, holdout_gate, rewritten_gate, with_holdout
+    from bosun.isolation.change import materialize
+
+    refusals = problem_gates(change) + refusals
+    if refusals:
+        skipped: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "tree": change.tree,
+                   "skipped": "not run: " + "; ".join(g.detail for g in refusals)}
+        return skipped, refusals
+    view = view_of(run)
+    hold = (run.get("data") or {}).get("holdout") or {}
+    hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run["start_commit"]
+    gates = holdout_gate(task, change.changes)
+    if not all(g.ok for g in gates):
+        return {"passed": False, "commands": [], "tree": change.tree, "skipped": gates[0].detail}, gates
+    try:
+        materialize(view, with_holdout(view, change.tree, full_start, hidden))
+        verification = run_verify_commands(task, run["id"], view.worktree)
+        heldout_doc = None
+        held = heldout_tree(view, run["start_commit"], change.tree, change.changes) \
+            if task.mode == Mode.code and verification["passed"] else None
+        if held is not None:
+            materialize(view, with_holdout(view, held[0], full_start, hidden))
+            heldout_doc = run_verify_commands(task, run["id"], view.worktree)
+            verification["heldout"] = {**heldout_doc, "tree": held[0], "paths": held[1]}
+    finally:
+        materialize(view, change.tree)  # holdout files and original tests leave the worktree again
+    verification["tree"] = change.tree
+    if task.mode == Mode.code and task.verify:
+        verification.update(prove(run["id"], heldout_doc or verification))
+        gates.append(rewritten_gate(task, verification, heldout_doc, held[1] if held else [],
+                                    (verification.get("baseline") or None), _kept_tests_changed(run, task, change)))
+    return verification, gates
+
+
+def _kept_tests_changed(run: dict[str, Any], task: TaskContract, change: Change) -> list[str]:
+    """Existing test files the change edits, renames or deletes (refused under ``tests: keep``)."""
+    from bosun.engine.heldout import is_test_path
+
+    if task.tests != "keep":
+        return []
+    return sorted({p for c in change.changes if c.status[:1] != "A"
+                   for p in (c.path, c.old_path) if p and is_test_path(p)})
 
 
 def gates_for_tree(

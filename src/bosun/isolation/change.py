@@ -141,9 +141,12 @@ class View:
             env.update(extra)
         return env
 
-    def git(self, args: list[str], *, input: bytes | None = None, check: bool = True) -> bytes:
-        """Run git on the view; stdout as bytes. Never honours the worktree's ``.git``."""
-        res = proc.run_quick(["git", *args], cwd=self.worktree, env=self.env(), input=input, text=False)
+    def git(self, args: list[str], *, input: bytes | None = None, check: bool = True,
+            index: Path | None = None) -> bytes:
+        """Run git on the view; stdout as bytes. Never honours the worktree's ``.git``.
+        ``index`` selects another index file than the view's own (for trees built aside)."""
+        env = self.env({"GIT_INDEX_FILE": str(index)} if index is not None else None)
+        res = proc.run_quick(["git", *args], cwd=self.worktree, env=env, input=input, text=False)
         if check and res.returncode != 0:
             stderr = res.stderr.decode("utf-8", "replace") if isinstance(res.stderr, bytes) else res.stderr
             raise GitError.from_failure(args, res.returncode, stderr, self.worktree)
@@ -325,6 +328,35 @@ def tree_changes(view: View, a: str, b: str) -> list[FileChange]:
         changes.append(FileChange(path=path, status=status, added=added, deleted=deleted, binary=binary,
                                   old_path=old_path, old_mode=old_mode, new_mode=new_mode))
     return changes
+
+
+def edit_tree(view: View, tree: str, put: dict[str, tuple[str, str]], remove: list[str]) -> str:
+    """A new tree: ``tree`` with ``put`` entries (path -> (mode, object id)) set and ``remove`` paths gone.
+    Built in an index of its own; the view's index and the worktree are untouched."""
+    index = view.git_dir / "edit.index"
+    index.unlink(missing_ok=True)
+    try:
+        view.git(["read-tree", tree], index=index)
+        if remove:
+            view.git(["update-index", "--force-remove", "-z", "--stdin"], index=index,
+                     input=b"".join(os.fsencode(p) + b"\0" for p in remove))
+        if put:
+            info = b"".join(f"{mode} {sha}\t".encode() + os.fsencode(p) + b"\0" for p, (mode, sha) in put.items())
+            view.git(["update-index", "--add", "-z", "--index-info"], index=index, input=info)
+        return view.git(["write-tree"], index=index).strip().decode()
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def tree_entries(view: View, tree: str) -> dict[str, tuple[str, str]]:
+    """Every file of ``tree``: path -> (mode, object id)."""
+    out: dict[str, tuple[str, str]] = {}
+    for rec in view.git(["ls-tree", "-r", "-z", "--full-tree", tree]).split(b"\0"):
+        if rec:
+            meta, path = rec.split(b"\t", 1)
+            mode, _kind, sha = meta.decode().split(" ")
+            out[os.fsdecode(path)] = (mode, sha)
+    return out
 
 
 def blob_bytes(view: View, tree: str, path: str) -> bytes | None:

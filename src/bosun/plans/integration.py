@@ -125,7 +125,15 @@ def build_landing(run: dict[str, Any], task: TaskContract, plan_id: str, task_id
         return None, digest
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     message = commit_message(run, task, verification) + f"Bosun-Plan: {plan_id}\nBosun-Task: {task_id}\n"
-    landing = str(_git(["commit-tree", tree, "-p", run["start_commit"], "-m", message], repo,
+    parent = run["start_commit"]
+    hold = data.get("holdout") or {}
+    if hold.get("paths"):
+        # The worker started without the holdout files: they go back in, on the commit that has them.
+        from bosun.engine.heldout import with_holdout
+
+        parent = hold["full_start"]
+        tree = with_holdout(view_of(run), tree, parent, hold["paths"])
+    landing = str(_git(["commit-tree", tree, "-p", parent, "-m", message], repo,
                        env=ident_env(repo)).stdout.strip())
     _git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
     return landing, digest

@@ -510,6 +510,10 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
         for home in paths.run_dir(run_id).glob("verify-home*"):
             shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
+        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
+        if baseline_wt.exists():  # a baseline interrupted by a crash
+            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
+        shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
         ctx.store.transition(run_id, run["state"], S.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
 

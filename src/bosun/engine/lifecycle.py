@@ -191,7 +191,8 @@ def work(
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
-            if baseline is not None:
+            if baseline is not None and outcome.result.status == "ok":
+                # Only a change that will be verified needs the proof; a failed worker does not wait.
                 baseline.wait()
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.

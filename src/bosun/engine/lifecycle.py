@@ -293,12 +293,16 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     if killed:
         _system_event(run_id, "stopped processes the worker left running before verification: "
                       + ", ".join(killed[:10]))
+    from bosun.engine import verdict
+
+    violation = verdict.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
     change = scan_change(run)
     verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
     record.write_doc(run_id, record.VERIFICATION, verification)
     diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
                                  on_disk=not verification.get("skipped"))
     gates = extra_gates + gates
+    gates.extend(g for g in (violation, verdict.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
     sha = digest(diff)
     write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
     if all(g.ok for g in gates) and task.mode == Mode.code:
@@ -347,19 +351,21 @@ def _tamper_gates(run: dict[str, Any]) -> list[Any]:
 
 def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
                  verification: dict[str, Any], tree: str) -> list[Any]:
-    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate;
-    an escalation is recorded for the parent but does not reject the run by itself."""
+    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
+    so is an escalated, unparseable or failed review (engine/verdict.py)."""
     from bosun.changes import GateResult
     from bosun.engine.self_review import run_self_review
+    from bosun.engine.verdict import self_review_gate
 
     judged = run_self_review(ctx, run, task, diff, digest, verification)
     if judged is None:
         return []
     ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
                          review_usage=judged.get("usage"))
+    gates = [g for g in [self_review_gate(judged)] if g]
     if scan_change(run).tree != tree:
-        return [GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree")]
-    return []
+        gates.append(GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree"))
+    return gates
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,7 +388,10 @@ def approve(
             )
         from bosun.engine.verifying import recheck_gates
 
+        from bosun.engine.verdict import VERDICT_GATES, refuse_unapprovable
+
         task = load_task(run_id)
+        overruled = refuse_unapprovable(run, task, review, waivers)  # read-only modes, self-review
         gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
         if tampered:
             if run["state"] != S.REJECTED:
@@ -406,7 +415,7 @@ def approve(
         if unwaivable:
             raise BadInput(f"{unwaivable[0]} cannot be waived: bosun could not compute a faithful change",
                            "discard the run and delegate again")
-        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers]
+        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers and g["code"] not in VERDICT_GATES]
         if "VERIFY_FAILED" in red or verification.get("passed") is False:
             red = [c for c in red if c != "VERIFY_FAILED"]
         if red:
@@ -433,6 +442,8 @@ def approve(
             review=review,
             approved_diff_sha256=digest,
             approved_tree=run["data"].get("verified_tree"),
+            self_review_overruled=overruled,
+            error=None,
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
@@ -465,9 +476,14 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None) -> dict[str, 
                 f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
                 "`bosun approve` it first",
             )
+        from bosun.engine.verdict import ensure_landable
+
+        task = load_task(run_id)
+        ensure_landable(run, task)  # read-only modes never land a change
         settings = ctx.settings(Path(run["repo"]))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
-        integrate_run(ctx, run, load_task(run_id), do_reverify)
+        integrate_run(ctx, run, task, do_reverify)
+        ctx.store.merge_data(run_id, error=None)
         return ctx.store.require_run(run_id)
 
 

@@ -170,6 +170,15 @@ def _review(variant: str) -> None:
     print(json.dumps(report))
 
 
+def mode_answer() -> None:
+    """A read-only task's answer (ANSWER_TEXT); with ANSWER_WRITE=1 it also writes files it must not."""
+    sys.stdin.read()
+    if os.environ.get("ANSWER_WRITE") == "1":
+        fix()
+        Path("src/extra.py").write_text("EXTRA = 1\n")
+    print(json.dumps({"type": "message", "role": "assistant", "text": os.environ.get("ANSWER_TEXT", "no answer")}))
+
+
 def mode_reviewed() -> None:
     variant = os.environ.get("REVIEW_VARIANT", "ok")
     if os.environ.get("BOSUN_MODE") == "review":

@@ -134,6 +134,8 @@ def test_read_only_writes_never_land_even_with_waivers(cli, repo, tmp_path, monk
         assert code == 3 and out["error"]["code"] == "READ_ONLY_VIOLATION", out
         code, out = cli("integrate", res["id"], "--json")
         assert code != 0 and out["state"] == "rejected", out
+        code, out = cli("verify", res["id"], "--json")  # the restored tree does not wash the run clean
+        assert code == 3 and not _gate(out, "READ_ONLY_VIOLATION")["ok"], out
         code, text = cli("show", res["id"])
         assert "read-only violation" in text and "can never be approved" in text
     else:
@@ -227,6 +229,17 @@ def _wait_until_stalled(store: Any, srv: ReplayServer | None, owner: subprocess.
                 return run
         time.sleep(0.05)
     raise AssertionError("the worker never started")
+
+
+def test_native_wall_timeout_cuts_a_stalled_stream(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", timeout_s=2)
+    with worker(repo, "native", [{"fault": "stall", "stall_s": 600}], idle_timeout_s=300):
+        started = time.monotonic()
+        code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--json")
+        took = time.monotonic() - started
+    assert code == 4 and res["error"]["code"] == "TIMEOUT", res
+    assert "wall timeout (2s)" in res["error"]["message"]
+    assert took < 2 + 5, f"took {took:.1f}s"  # prepare and the report, plus at most a poll interval
 
 
 # --- no stale error ----------------------------------------------------------------------------

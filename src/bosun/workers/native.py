@@ -379,7 +379,7 @@ class NativeWorker:
                     "stream_options": {"include_usage": True},
                 }
                 try:
-                    client.timeout = httpx.Timeout(10.0, read=min(read_timeout, max(remaining, 0.1)))
+                    client.timeout = httpx.Timeout(10.0, read=read_timeout)  # the wall deadline is cut by stream_interruptible
                     reply = stream_interruptible(client, url, headers, body, ctx.should_stop, deadline)
                 except StreamAborted as exc:
                     if exc.reason == "cancelled":

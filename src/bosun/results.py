@@ -30,11 +30,13 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
     verification = read_json(rdir / "verification.json", None)
     metrics = read_json(rdir / "metrics.json", {}) or {}
     review_doc = _current_review(rdir, run)
+    citations = read_json(rdir / "citations.json", None)
     result: dict[str, Any] = {
         "id": run["id"],
         "state": run["state"],
-        # The self-review's verdict comes first: a parent that reads one key reads this one.
+        # The verdicts come first: the self-review's, and whether an answer's citations are backed.
         **({"review": _review(review_doc)} if review_doc is not None else {}),
+        **({"answer_verified": citations.get("answer_verified")} if isinstance(citations, dict) else {}),
         "title": run["title"],
         "profile": run["profile"],
         "profile_reason": run.get("profile_reason"),
@@ -55,10 +57,8 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
-    citations = read_json(rdir / "citations.json", None)
     if isinstance(citations, dict):
         # Explore and review answers: which path:line citations the start tree backs.
-        result["answer_verified"] = citations.get("answer_verified")
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}
     if data.get("read_only_violation"):
         result["read_only_violation"] = data["read_only_violation"]

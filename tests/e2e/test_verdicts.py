@@ -27,7 +27,7 @@ from tests.conftest import ROOT, WORKER, git, task_yaml
 from tests.e2e.worker_support import API, KEY_ENV, MODEL, binary, processes_of
 
 CLI = [pytest.mark.slow, pytest.mark.cli]
-ADAPTERS = ["command", "native", pytest.param("pi", marks=CLI), pytest.param("codex", marks=CLI)]
+ADAPTERS = ["command", "native", *(pytest.param(a, marks=CLI) for a in ("pi", "codex", "claude"))]
 
 READ = {"read": "src/calc.py"}
 EDIT = {"edit": "src/calc.py", "old": "return a - b  # bug", "new": "return a + b"}
@@ -115,6 +115,7 @@ def test_read_only_writes_never_land_even_with_waivers(cli, repo, tmp_path, monk
     head = git(repo, "rev-parse", "HEAD")
     mode = "test" if adapter == "codex" else "explore"
     task = task_yaml(tmp_path / "t.json", mode=mode, verify=[], locked=[], prompt="Why does add() fail?")
+    # Pi and Claude Code offer no edit tool in read-only modes, so their model cannot even ask for one.
     script = [READ, EDIT, {"say": GOOD_ANSWER}] if adapter in ("command", "native", "codex") else [READ, {"say": GOOD_ANSWER}]
     with worker(repo, adapter, script):
         code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--json")
@@ -179,6 +180,7 @@ def test_backed_citations_verify_the_answer(cli, repo, tmp_path, monkeypatch, ad
         code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--json")
     assert code == 0 and res["state"] == "verified", res
     assert res["answer_verified"] is True
+    assert list(res)[:3] == ["id", "state", "answer_verified"]
     assert res["citations"]["checked"] == res["citations"]["valid"] == 3
     assert {c.get("resolved") for c in res["citations"]["backed"]} == {None, "tests/test_calc.py"}
 

@@ -386,9 +386,8 @@ def approve(
                 f"run {run_id} is {run['state']!r}; only a verified run can be approved",
                 "run `bosun verify` first" if run["state"] == S.WORKED else "`bosun show` the run",
             )
-        from bosun.engine.verifying import recheck_gates
-
         from bosun.engine.verdict import VERDICT_GATES, refuse_unapprovable
+        from bosun.engine.verifying import recheck_gates
 
         task = load_task(run_id)
         overruled = refuse_unapprovable(run, task, review, waivers)  # read-only modes, self-review

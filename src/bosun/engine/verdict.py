@@ -18,7 +18,6 @@ what a worker says about itself:
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 from bosun import paths

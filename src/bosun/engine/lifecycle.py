@@ -240,6 +240,8 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
         "message": res.error_message or f"worker {res.status}",
         "hint": outcome.hint,
     }
+    if res.status == "cancelled":
+        err = cancelled_error(run_id)
     ctx.store.merge_data(run_id, error=err, **data)
     if res.status == "cancelled":
         ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled during work")
@@ -555,30 +557,76 @@ def _preserve_diff(run: dict[str, Any]) -> None:
         write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
 
 
+CANCEL_WAIT_S = 10.0  # how long `bosun cancel` waits for the owner of a working run to stop its worker
+KILL_WAIT_S = 3.0  # how long a worker group gets after SIGTERM before SIGKILL, when no bosun owns it
+
+
+def cancelled_error(run_id: str) -> dict[str, str]:
+    """The ``error`` of a cancelled run (a cancelled run carries one: it did not finish)."""
+    return {
+        "code": "CANCELLED",
+        "message": "the run was cancelled",
+        "hint": f"`bosun discard {run_id}` removes its worktree and branch (its diff stays in the run directory)",
+    }
+
+
 def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    """Stop a running worker (its whole process group) and mark the run cancelled."""
+    """Stop a running worker (its whole process group) and mark the run cancelled.
+
+    Returns once the worker is gone. When the bosun process that owns a working run has not stopped
+    its worker within ``CANCEL_WAIT_S``, raises ``Busy`` (CANCEL_PENDING): the request stands, and
+    `bosun show` confirms the cancellation when it lands."""
     run = ctx.store.require_run(run_id)
     if run["state"] == S.WORKING:
         ctx.store.merge_data(run_id, cancel_requested=True)
         pid = run["data"].get("worker_pid")
         owner = locks.read_owner(run_id)
-        if pid:
-            try:
-                os.killpg(int(pid), signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _signal_group(pid, signal.SIGTERM)
         # The bosun process driving the worker records the cancellation itself; if it is dead we do.
         if not locks.owner_alive(owner):
+            _reap_group(pid)
+            ctx.store.merge_data(run_id, error=cancelled_error(run_id), worker_pid=None)
             ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled (no live bosun process)")
-        else:
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
-                time.sleep(0.1)
-        return ctx.store.require_run(run_id)
+            return ctx.store.require_run(run_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
+            time.sleep(0.05)
+        run = ctx.store.require_run(run_id)
+        if run["state"] == S.WORKING:
+            from bosun.errors import Busy
+
+            raise Busy(
+                f"cancel of {run_id} requested; its worker is still stopping",
+                f"`bosun show {run_id}` confirms when it is cancelled",
+                code="CANCEL_PENDING",
+            )
+        return run
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         ctx.store.transition(run_id, run["state"], S.CANCELLED, "cancelled")
+        ctx.store.merge_data(run_id, error=cancelled_error(run_id))
         return ctx.store.require_run(run_id)
+
+
+def _signal_group(pid: Any, sig: int) -> bool:
+    """Signal a worker's process group; False when it is gone."""
+    if not pid:
+        return False
+    try:
+        os.killpg(int(pid), sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _reap_group(pid: Any) -> None:
+    """Wait for a signalled worker group to exit; SIGKILL it when it takes longer than KILL_WAIT_S."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    while _signal_group(pid, 0):
+        if time.monotonic() > deadline:
+            _signal_group(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
 
 
 def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
@@ -587,7 +635,9 @@ def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
     if run["state"] not in (S.CANCELLED, S.CLEANED):
         cancel(ctx, run_id)
-    return cleanup(ctx, run_id, force=True)
+    run = cleanup(ctx, run_id, force=True)
+    ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
+    return ctx.store.require_run(run_id)
 
 
 def recover(ctx: Ctx, run_id: str) -> dict[str, Any]:
@@ -649,10 +699,13 @@ def delegate(
         on_prepared(run_id)
     with locks.run_lock(run_id):
         try:
-            work(ctx, run_id, on_event=on_event)
+            run = work(ctx, run_id, on_event=on_event)
         except BosunError:
             _safe_report(ctx, run_id)
             raise
+        if run["state"] == S.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
+            _safe_report(ctx, run_id)
+            return ctx.store.require_run(run_id)
         run = verify(ctx, run_id)
         if run["state"] == S.VERIFIED and auto_approve and task.mode == Mode.code:
             approve(ctx, run_id)

@@ -192,6 +192,9 @@ def test_backed_citations_verify_the_answer(cli, repo, tmp_path, monkeypatch, ad
 def test_cancel_stops_a_stalled_worker_and_the_delegate_reports_it(cli, repo, task_file, adapter):
     from bosun.store.db import open_store
 
+    # The worker alone: no fail-to-pass baseline running the tests beside it.
+    _toml(repo, top='baseline = "off"')
+
     with worker(repo, adapter, [{"fault": "stall", "stall_s": 600}], command_mode="hang") as srv:
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         owner = subprocess.Popen(
@@ -205,7 +208,10 @@ def test_cancel_stops_a_stalled_worker_and_the_delegate_reports_it(cli, repo, ta
             took = time.monotonic() - started
             assert code == 0 and res["state"] == "cancelled", res
             sys.__stderr__.write(f"cancel of a stalled {adapter} worker took {took:.2f}s\n")
-            assert took < 2.0, f"cancel took {took:.2f}s"
+            # The native worker's stream is cut in-process; a CLI's process group must also be reaped,
+            # which a loaded machine can slow down.
+            limit = 2.0 if adapter == "native" else 5.0
+            assert took < limit, f"cancel took {took:.2f}s"
             out, err = owner.communicate(timeout=30)
         finally:
             if owner.poll() is None:
@@ -234,7 +240,7 @@ def _wait_until_stalled(store: Any, srv: ReplayServer | None, owner: subprocess.
 
 
 def test_native_wall_timeout_cuts_a_stalled_stream(cli, repo, tmp_path):
-    task = task_yaml(tmp_path / "t.json", timeout_s=2)
+    task = task_yaml(tmp_path / "t.json", timeout_s=2, verify=[])  # no baseline run to wait for
     with worker(repo, "native", [{"fault": "stall", "stall_s": 600}], idle_timeout_s=300):
         started = time.monotonic()
         code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--json")

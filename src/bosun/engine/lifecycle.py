@@ -191,8 +191,8 @@ def work(
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
-            if baseline is not None:
-                baseline.wait()
+            if baseline is not None and outcome.result.status != "cancelled":
+                baseline.wait()  # a cancelled run does not wait for its baseline: cancel must be prompt
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
             current = ctx.store.require_run(run_id)["state"]

@@ -10,6 +10,18 @@ from typing import Any
 from bosun.fileio import read_json
 from bosun.paths import run_dir
 
+# States that are an outcome without a fault: an ``error`` recorded on the way there is history,
+# not the current state, and is never shown (the transition log keeps it).
+CLEAN_STATES = frozenset({"prepared", "worked", "verified", "approved", "integrated", "reported", "cleaned"})
+
+
+def current_error(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's recorded error if it still describes the run's state, else None."""
+    if run["state"] in CLEAN_STATES:
+        return None
+    err = (run.get("data") or {}).get("error")
+    return err if isinstance(err, dict) else None
+
 
 def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: bool = False) -> dict[str, Any]:
     rdir = run_dir(run["id"])
@@ -17,9 +29,14 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
     gates_doc = read_json(rdir / "gates.json", {}) or {}
     verification = read_json(rdir / "verification.json", None)
     metrics = read_json(rdir / "metrics.json", {}) or {}
+    review_doc = _current_review(rdir, run)
+    citations = read_json(rdir / "citations.json", None)
     result: dict[str, Any] = {
         "id": run["id"],
         "state": run["state"],
+        # The verdicts come first: the self-review's, and whether an answer's citations are backed.
+        **({"review": _review(review_doc)} if review_doc is not None else {}),
+        **({"answer_verified": citations.get("answer_verified")} if isinstance(citations, dict) else {}),
         "title": run["title"],
         "profile": run["profile"],
         "profile_reason": run.get("profile_reason"),
@@ -37,19 +54,14 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
         "usage": data.get("usage"),
         "cost_usd": (metrics.get("worker") or {}).get("cost_usd"),
         "merged_commit": run.get("merged_commit"),
-        "error": error if error is not None else data.get("error"),
+        "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
-    review = read_json(rdir / "review.json", None)
-    if review is not None:
-        rep = review.get("report") or {}
-        result["review"] = {
-            "escalate": review.get("review_escalate"),
-            "reasons": review.get("reasons", []),
-            "summary": rep.get("summary"),
-            "criteria": rep.get("criteria", []),
-            "findings": rep.get("findings", []),
-        }
+    if isinstance(citations, dict):
+        # Explore and review answers: which path:line citations the start tree backs.
+        result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}
+    if data.get("read_only_violation"):
+        result["read_only_violation"] = data["read_only_violation"]
     unenforced = (data.get("worker") or {}).get("unenforced")
     if unenforced:
         # Safety rules this worker CLI could not enforce for this run (bosun's gates still apply).
@@ -58,6 +70,29 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.get("worker") or {}).get("final_text")
     return result
+
+
+def _current_review(rdir: Any, run: dict[str, Any]) -> dict[str, Any] | None:
+    """The self-review record of the run's current diff (one of an earlier diff is left out)."""
+    doc = read_json(rdir / "review.json", None)
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("diff_sha256") and run.get("diff_sha256") and doc["diff_sha256"] != run["diff_sha256"]:
+        return None
+    return doc
+
+
+def _review(doc: dict[str, Any]) -> dict[str, Any]:
+    rep = doc.get("report") or {}
+    verdict = doc.get("status") or ("escalated" if doc.get("review_escalate") else "passed")
+    return {
+        "verdict": verdict,  # passed | escalated | unparseable | failed | skipped; only "passed" is a pass
+        "escalate": verdict != "passed" and verdict != "skipped",
+        "reasons": doc.get("reasons", []),
+        "summary": rep.get("summary"),
+        "criteria": rep.get("criteria", []),
+        "findings": rep.get("findings", []),
+    }
 
 
 def _verification(doc: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -297,7 +297,9 @@ def test_explore_mode_answers_without_changes(cli, repo, tmp_path):
 def test_explore_mode_that_changes_files_is_rejected(cli, repo, tmp_path):
     task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
     code, res = delegate(cli, repo, task, "--profile", "fix")
-    assert code == 3 and gate(res, "NO_CHANGES")["ok"] is False
+    # The writes are discarded before the change is judged: the change is empty, the run is not.
+    assert code == 3 and gate(res, "READ_ONLY_VIOLATION")["ok"] is False
+    assert gate(res, "NO_CHANGES")["ok"] is True and res["files_changed"] == 0
 
 
 def test_cleanup_never_deletes_unmerged_work_without_force(cli, repo, task_file):

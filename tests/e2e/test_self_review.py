@@ -1,16 +1,18 @@
-"""Self-review: the report is validated, not trusted."""
+"""Self-review: the report is validated, not trusted, and an escalation is a gate."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 
-from tests.conftest import WORKER, task_yaml
+from tests.conftest import WORKER, git, task_yaml
 
 
-def _profile(repo, variant: str) -> None:
-    text = (repo / "bosun.toml").read_text().replace('default_profile = "fix"', 'default_profile = "fix"\nself_review_min_diff_lines = 0')
+def _profile(repo, min_lines: int = 0) -> None:
+    text = (repo / "bosun.toml").read_text().replace(
+        'default_profile = "fix"', f'default_profile = "fix"\nself_review_min_diff_lines = {min_lines}')
     text += (
         f'\n[profiles.reviewed]\nadapter = "command"\nself_review = true\nenv = ["REVIEW_VARIANT"]\n'
         f'command = ["{sys.executable}", "{WORKER}", "reviewed"]\n'
@@ -18,28 +20,91 @@ def _profile(repo, variant: str) -> None:
     (repo / "bosun.toml").write_text(text)
 
 
-@pytest.mark.parametrize(
-    ("variant", "escalate", "needle"),
-    [("ok", False, None), ("bad_hash", True, "reviewed diff"), ("p1", True, "P1 finding"), ("fake_line", True, "made-up evidence")],
-)
-def test_self_review_report_is_checked(cli, repo, tmp_path, monkeypatch, variant, escalate, needle):
+def _delegate(cli, repo, tmp_path, monkeypatch, variant, *extra):
     monkeypatch.setenv("REVIEW_VARIANT", variant)
-    _profile(repo, variant)
+    _profile(repo)
     task = task_yaml(tmp_path / "t.json", acceptance=["add() adds"])
-    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "reviewed", "--json")
-    assert code == 0, res
-    assert res["state"] == "verified"
+    return cli("delegate", str(task), "--repo", str(repo), "--profile", "reviewed", "--json", *extra)
+
+
+@pytest.mark.parametrize(
+    ("variant", "verdict", "needle"),
+    [
+        ("ok", "passed", None),
+        ("bad_hash", "escalated", "reviewed diff"),
+        ("p1", "escalated", "P1 finding"),
+        ("fake_line", "escalated", "made-up evidence"),
+        ("uncertain", "escalated", "criterion uncertain"),
+        ("prose", "unparseable", "did not return a JSON report"),
+    ],
+)
+def test_self_review_report_is_checked(cli, repo, tmp_path, monkeypatch, variant, verdict, needle):
+    code, res = _delegate(cli, repo, tmp_path, monkeypatch, variant)
     review = res["review"]
-    assert review["escalate"] is escalate, review
-    if needle:
-        assert any(needle in r for r in review["reasons"]), review["reasons"]
-    else:
+    assert list(res)[:3] == ["id", "state", "review"]  # the verdict leads the result
+    assert review["verdict"] == verdict, review
+    gate = {g["code"]: g for g in res["gates"]}["SELF_REVIEW_ESCALATED"]
+    if needle is None:
+        assert code == 0 and res["state"] == "verified" and gate["ok"], res
         assert review["summary"] == "add() now adds; tests pass."
+        assert review["escalate"] is False
+        return
+    assert code == 3 and res["state"] == "rejected", res
+    assert review["escalate"] is True and not gate["ok"]
+    assert any(needle in r for r in review["reasons"]), review["reasons"]
+    assert "src/calc.py:999 is out of range" in json.dumps(review) if variant == "fake_line" else True
+    # approve refuses with the review's reasons; nothing else is wrong with the run.
+    code, refused = cli("approve", res["id"], "--json")
+    assert code == 3 and refused["error"]["code"] == "SELF_REVIEW_ESCALATED", refused
+    assert needle in refused["error"]["message"]
+    assert "--review FILE" in refused["error"]["hint"]
 
 
-def test_self_review_skipped_for_small_diffs(cli, repo, task_file, monkeypatch):
-    _profile(repo, "ok")
-    text = (repo / "bosun.toml").read_text().replace("self_review_min_diff_lines = 0", "self_review_min_diff_lines = 50")
-    (repo / "bosun.toml").write_text(text)
+def test_auto_approve_never_merges_an_escalated_run(cli, repo, tmp_path, monkeypatch):
+    head = git(repo, "rev-parse", "HEAD")
+    code, res = _delegate(cli, repo, tmp_path, monkeypatch, "p1", "--auto-approve")
+    assert code == 3 and res["state"] == "rejected", res
+    assert res["merged_commit"] is None
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert "return a - b  # bug" in (repo / "src" / "calc.py").read_text()
+
+
+def test_escalation_yields_to_the_parents_review(cli, repo, tmp_path, monkeypatch):
+    code, res = _delegate(cli, repo, tmp_path, monkeypatch, "p1")
+    run_id = res["id"]
+    blocking = tmp_path / "blocking.json"
+    blocking.write_text(json.dumps({"verdict": "approve", "findings": [{"severity": "P1", "title": "still open"}]}))
+    code, out = cli("approve", run_id, "--review", str(blocking), "--json")
+    assert code == 3 and out["error"]["code"] == "SELF_REVIEW_ESCALATED", out
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps({"verdict": "approve", "findings": [
+        {"severity": "P1", "title": "overflow not handled", "status": "dismissed"}]}))
+    code, out = cli("approve", run_id, "--review", str(clean), "--json")
+    assert code == 0 and out["state"] == "approved", out
+    assert out["error"] is None  # the earlier GATES_FAILED is history, not the current state
+
+
+def test_escalation_yields_to_a_waiver_with_a_reason(cli, repo, tmp_path, monkeypatch):
+    code, res = _delegate(cli, repo, tmp_path, monkeypatch, "bad_hash")
+    code, out = cli("approve", res["id"], "--waive", "SELF_REVIEW_ESCALATED", "--reason", "diff read by hand", "--json")
+    assert code == 0 and out["state"] == "approved", out
+    assert {g["code"]: g for g in out["gates"]}["SELF_REVIEW_ESCALATED"].get("waived") is True
+
+
+def test_show_leads_with_the_review_verdict(cli, repo, tmp_path, monkeypatch):
+    code, res = _delegate(cli, repo, tmp_path, monkeypatch, "p1")
+    code, text = cli("show", res["id"])
+    lines = text.splitlines()
+    assert lines[1] == "self-review: ESCALATED - add() now adds; tests pass.", text
+    assert lines[2].startswith("  - ") and "P1 finding: overflow not handled" in text
+
+
+def test_self_review_skipped_for_small_diffs_is_not_a_pass(cli, repo, task_file, monkeypatch):
+    monkeypatch.setenv("REVIEW_VARIANT", "ok")
+    _profile(repo, min_lines=50)
     code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "reviewed", "--json")
-    assert code == 0 and "review" not in res
+    assert code == 0 and res["state"] == "verified", res
+    assert res["review"]["verdict"] == "skipped" and res["review"]["escalate"] is False
+    assert "SELF_REVIEW_ESCALATED" not in {g["code"] for g in res["gates"]}  # no green row for a review never run
+    code, text = cli("show", res["id"])
+    assert "self-review: skipped (nothing was reviewed; not a pass)" in text

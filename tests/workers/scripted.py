@@ -161,8 +161,22 @@ def _review(variant: str) -> None:
         report["findings"].append({"severity": "P1", "title": "overflow not handled", "path": "src/calc.py", "line": 2})
     elif variant == "fake_line":
         report["criteria"][0]["evidence"] = ["src/calc.py:999", "src/nope.py:3"]
+    elif variant == "uncertain":
+        report["criteria"][0]["status"] = "uncertain"
+    elif variant == "prose":
+        print("Looks good to me, ship it.")  # no JSON report at all
+        return
     print("Here is my review:")
     print(json.dumps(report))
+
+
+def mode_answer() -> None:
+    """A read-only task's answer (ANSWER_TEXT); with ANSWER_WRITE=1 it also writes files it must not."""
+    sys.stdin.read()
+    if os.environ.get("ANSWER_WRITE") == "1":
+        fix()
+        Path("src/extra.py").write_text("EXTRA = 1\n")
+    print(json.dumps({"type": "message", "role": "assistant", "text": os.environ.get("ANSWER_TEXT", "no answer")}))
 
 
 def mode_reviewed() -> None:

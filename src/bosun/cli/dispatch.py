@@ -73,4 +73,7 @@ def _run_for_error(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def exit_for_state(state: str) -> int:
-    return EXIT_REJECTED if state == "rejected" else EXIT_OK if state != "failed" else EXIT_ERROR
+    """The exit code of a verb that ends with the run in ``state`` (README "Exit codes")."""
+    if state == "rejected":
+        return EXIT_REJECTED
+    return EXIT_ERROR if state in ("failed", "cancelled") else EXIT_OK

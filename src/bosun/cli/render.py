@@ -16,6 +16,8 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
     r = run_result(run)
     out = sys.stdout.write
     out(f"run {r['id']}  [{r['state']}]  {r['title']}\n")
+    for line in verdict_lines(r):
+        out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
     out(f"  source    {r['source_branch']} @ {r['base'][:12]}\n")
     out(f"  worktree  {r['worktree']}  (branch {r['branch']})\n")
@@ -61,6 +63,44 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
         msg = r["final_message"].strip().splitlines()
         out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
     out(_next_step(r))
+
+
+_REVIEW_WORDS = {
+    "passed": "passed",
+    "escalated": "ESCALATED",
+    "unparseable": "UNPARSEABLE (no JSON report; not a pass)",
+    "failed": "FAILED (the review turn did not finish; not a pass)",
+    "skipped": "skipped (nothing was reviewed; not a pass)",
+}
+
+
+def verdict_lines(r: dict[str, Any]) -> list[str]:
+    """What the parent must read first: the self-review's verdict, a read-only violation, and
+    whether an answer's citations are backed."""
+    lines = []
+    review = r.get("review")
+    if review:
+        lines.append(f"self-review: {_REVIEW_WORDS.get(review['verdict'], review['verdict'])}"
+                     + (f" - {review['summary']}" if review.get("summary") else ""))
+        if review["verdict"] != "passed":
+            lines.extend(f"  - {reason}" for reason in review.get("reasons", [])[:8])
+    violation = r.get("read_only_violation")
+    if violation:
+        lines.append(f"read-only violation: the worker changed {violation.get('count')} file(s) "
+                     f"({', '.join(violation.get('files', [])[:5])}); discarded, kept in {violation.get('patch')}; "
+                     "this run can never be approved")
+    cites = r.get("citations")
+    if cites is not None:
+        verified = r.get("answer_verified")
+        if verified is None:
+            lines.append("answer: cites no path:line; nothing could be checked")
+        elif verified:
+            lines.append(f"answer: verified - all {cites['checked']} citation(s) exist in the start tree")
+        else:
+            bad = cites["checked"] - cites["valid"]
+            lines.append(f"answer: NOT verified - {bad} of {cites['checked']} citation(s) are not backed by the start tree")
+            lines.extend(f"  - {c['cite']}: {c.get('problem')}" for c in cites.get("invalid", [])[:8])
+    return lines
 
 
 def _next_step(r: dict[str, Any]) -> str:

@@ -211,12 +211,15 @@ def run_attempts(
     return outcome
 
 
+CANCEL_POLL_S = 0.25  # one indexed read of the run row: cheap enough to keep `bosun cancel` prompt
+
+
 def _cancel_poller(store: Any, run_id: str) -> Callable[[], bool]:
     last = [0.0]
 
     def should_stop() -> bool:
         now = time.monotonic()
-        if now - last[0] < 1.0:
+        if now - last[0] < CANCEL_POLL_S:
             return False
         last[0] = now
         run = store.get_run(run_id)

@@ -192,7 +192,8 @@ def work(
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
             if baseline is not None and outcome.result.status == "ok":
-                # Only a change that will be verified needs the proof; a failed worker does not wait.
+                # Only a change that will be verified needs the proof: a failed or cancelled worker
+                # does not wait (cancel must be prompt).
                 baseline.wait()
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
@@ -241,6 +242,8 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
         "message": res.error_message or f"worker {res.status}",
         "hint": outcome.hint,
     }
+    if res.status == "cancelled":
+        err = cancelled_error(run_id)
     ctx.store.merge_data(run_id, error=err, **data)
     if res.status == "cancelled":
         ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled during work")
@@ -294,12 +297,16 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
     if killed:
         _system_event(run_id, "stopped processes the worker left running before verification: "
                       + ", ".join(killed[:10]))
+    from bosun.engine import verdict
+
+    violation = verdict.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
     change = scan_change(run)
     verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
     record.write_doc(run_id, record.VERIFICATION, verification)
     diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
                                  on_disk=not verification.get("skipped"))
     gates = extra_gates + gates
+    gates.extend(g for g in (violation, verdict.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
     sha = digest(diff)
     write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
     if all(g.ok for g in gates) and task.mode == Mode.code:
@@ -348,19 +355,21 @@ def _tamper_gates(run: dict[str, Any]) -> list[Any]:
 
 def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
                  verification: dict[str, Any], tree: str) -> list[Any]:
-    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate;
-    an escalation is recorded for the parent but does not reject the run by itself."""
+    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
+    so is an escalated, unparseable or failed review (engine/verdict.py)."""
     from bosun.changes import GateResult
     from bosun.engine.self_review import run_self_review
+    from bosun.engine.verdict import self_review_gate
 
     judged = run_self_review(ctx, run, task, diff, digest, verification)
     if judged is None:
         return []
     ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
                          review_usage=judged.get("usage"))
+    gates = [g for g in [self_review_gate(judged)] if g]
     if scan_change(run).tree != tree:
-        return [GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree")]
-    return []
+        gates.append(GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree"))
+    return gates
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,9 +390,11 @@ def approve(
                 f"run {run_id} is {run['state']!r}; only a verified run can be approved",
                 "run `bosun verify` first" if run["state"] == S.WORKED else "`bosun show` the run",
             )
+        from bosun.engine.verdict import VERDICT_GATES, refuse_unapprovable
         from bosun.engine.verifying import recheck_gates
 
         task = load_task(run_id)
+        overruled = refuse_unapprovable(run, task, review, waivers)  # read-only modes, self-review
         gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
         if tampered:
             if run["state"] != S.REJECTED:
@@ -407,7 +418,7 @@ def approve(
         if unwaivable:
             raise BadInput(f"{unwaivable[0]} cannot be waived: bosun could not compute a faithful change",
                            "discard the run and delegate again")
-        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers]
+        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers and g["code"] not in VERDICT_GATES]
         if "VERIFY_FAILED" in red or verification.get("passed") is False:
             red = [c for c in red if c != "VERIFY_FAILED"]
         if red:
@@ -434,6 +445,8 @@ def approve(
             review=review,
             approved_diff_sha256=digest,
             approved_tree=run["data"].get("verified_tree"),
+            self_review_overruled=overruled,
+            error=None,
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
@@ -466,9 +479,14 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None) -> dict[str, 
                 f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
                 "`bosun approve` it first",
             )
+        from bosun.engine.verdict import ensure_landable
+
+        task = load_task(run_id)
+        ensure_landable(run, task)  # read-only modes never land a change
         settings = ctx.settings(Path(run["repo"]))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
-        integrate_run(ctx, run, load_task(run_id), do_reverify)
+        integrate_run(ctx, run, task, do_reverify)
+        ctx.store.merge_data(run_id, error=None)
         return ctx.store.require_run(run_id)
 
 
@@ -541,30 +559,76 @@ def _preserve_diff(run: dict[str, Any]) -> None:
         write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
 
 
+CANCEL_WAIT_S = 10.0  # how long `bosun cancel` waits for the owner of a working run to stop its worker
+KILL_WAIT_S = 3.0  # how long a worker group gets after SIGTERM before SIGKILL, when no bosun owns it
+
+
+def cancelled_error(run_id: str) -> dict[str, str]:
+    """The ``error`` of a cancelled run (a cancelled run carries one: it did not finish)."""
+    return {
+        "code": "CANCELLED",
+        "message": "the run was cancelled",
+        "hint": f"`bosun discard {run_id}` removes its worktree and branch (its diff stays in the run directory)",
+    }
+
+
 def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    """Stop a running worker (its whole process group) and mark the run cancelled."""
+    """Stop a running worker (its whole process group) and mark the run cancelled.
+
+    Returns once the worker is gone. When the bosun process that owns a working run has not stopped
+    its worker within ``CANCEL_WAIT_S``, raises ``Busy`` (CANCEL_PENDING): the request stands, and
+    `bosun show` confirms the cancellation when it lands."""
     run = ctx.store.require_run(run_id)
     if run["state"] == S.WORKING:
         ctx.store.merge_data(run_id, cancel_requested=True)
         pid = run["data"].get("worker_pid")
         owner = locks.read_owner(run_id)
-        if pid:
-            try:
-                os.killpg(int(pid), signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
+        _signal_group(pid, signal.SIGTERM)
         # The bosun process driving the worker records the cancellation itself; if it is dead we do.
         if not locks.owner_alive(owner):
+            _reap_group(pid)
+            ctx.store.merge_data(run_id, error=cancelled_error(run_id), worker_pid=None)
             ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled (no live bosun process)")
-        else:
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
-                time.sleep(0.1)
-        return ctx.store.require_run(run_id)
+            return ctx.store.require_run(run_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
+            time.sleep(0.05)
+        run = ctx.store.require_run(run_id)
+        if run["state"] == S.WORKING:
+            from bosun.errors import Busy
+
+            raise Busy(
+                f"cancel of {run_id} requested; its worker is still stopping",
+                f"`bosun show {run_id}` confirms when it is cancelled",
+                code="CANCEL_PENDING",
+            )
+        return run
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         ctx.store.transition(run_id, run["state"], S.CANCELLED, "cancelled")
+        ctx.store.merge_data(run_id, error=cancelled_error(run_id))
         return ctx.store.require_run(run_id)
+
+
+def _signal_group(pid: Any, sig: int) -> bool:
+    """Signal a worker's process group; False when it is gone."""
+    if not pid:
+        return False
+    try:
+        os.killpg(int(pid), sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _reap_group(pid: Any) -> None:
+    """Wait for a signalled worker group to exit; SIGKILL it when it takes longer than KILL_WAIT_S."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    while _signal_group(pid, 0):
+        if time.monotonic() > deadline:
+            _signal_group(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
 
 
 def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
@@ -573,7 +637,9 @@ def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
     if run["state"] not in (S.CANCELLED, S.CLEANED):
         cancel(ctx, run_id)
-    return cleanup(ctx, run_id, force=True)
+    run = cleanup(ctx, run_id, force=True)
+    ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
+    return ctx.store.require_run(run_id)
 
 
 def recover(ctx: Ctx, run_id: str) -> dict[str, Any]:
@@ -635,10 +701,13 @@ def delegate(
         on_prepared(run_id)
     with locks.run_lock(run_id):
         try:
-            work(ctx, run_id, on_event=on_event)
+            run = work(ctx, run_id, on_event=on_event)
         except BosunError:
             _safe_report(ctx, run_id)
             raise
+        if run["state"] == S.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
+            _safe_report(ctx, run_id)
+            return ctx.store.require_run(run_id)
         run = verify(ctx, run_id)
         if run["state"] == S.VERIFIED and auto_approve and task.mode == Mode.code:
             approve(ctx, run_id)

@@ -2,15 +2,17 @@
 
 The reviewer gets the diff, bosun's verification results and the criteria, and must answer with one
 compact JSON object. bosun does not trust it either: the reviewed diff hash must match, every
-``path:line`` it cites must exist on disk, and an unmet criterion or an open P0..P2 finding sets
-``review_escalate`` with the reason. The parent reads this report instead of the diff. Skipped when
-the diff is small: reading it is then cheaper than a review.
+``path:line`` it cites must exist in the worktree (:mod:`bosun.engine.citations`), and an unmet or
+uncertain criterion or an open P0..P2 finding sets ``review_escalate`` with the reason. The parent
+reads this report instead of the diff. Skipped when the diff is small: reading it is then cheaper than
+a review. Every outcome is recorded with a ``status``: passed, escalated, unparseable (no JSON report),
+failed (the turn itself failed) or skipped; only "passed" is a pass (:mod:`bosun.engine.verdict`
+turns the others into a gate).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from bosun.contract import Mode, TaskContract
 
 DEFAULT_MIN_DIFF_LINES = 40
 REVIEW_FILE = "review.json"
+PASSED, ESCALATED, UNPARSEABLE, FAILED, SKIPPED = "passed", "escalated", "unparseable", "failed", "skipped"
 
 PROMPT = """You are reviewing a change made by another engineer. Do not change any file.
 
@@ -43,9 +46,6 @@ Check every criterion against the code in this repository. Answer with ONE JSON 
  "findings": [{{"severity": "P0" | "P1" | "P2" | "P3", "title": "...", "path": "...", "line": 1}}],
  "summary": "one sentence"}}
 """
-
-_CITE_RE = re.compile(r"^(?P<path>[^:\s][^:]*):(?P<line>\d+)(?:-\d+)?$")
-
 
 def build_prompt(task: TaskContract, diff: str, digest: str, verification: dict[str, Any], max_diff: int = 60000) -> str:
     cmds = verification.get("commands", [])
@@ -76,26 +76,15 @@ def extract_json(text: str | None) -> dict[str, Any] | None:
     return found
 
 
-def check_citation(worktree: Path, cite: str) -> str | None:
-    """None when ``path:line`` exists in the worktree, else the problem."""
-    m = _CITE_RE.match(str(cite).strip())
-    if not m:
-        return f"{cite!r} is not path:line"
-    path, line = m.group("path"), int(m.group("line"))
-    target = (worktree / path).resolve()
-    if worktree.resolve() not in target.parents or not target.is_file():
-        return f"{path} does not exist"
-    count = len(target.read_text("utf-8", "replace").splitlines())
-    if not 1 <= line <= count:
-        return f"{path}:{line} is out of range ({count} lines)"
-    return None
-
-
 def validate_report(report: dict[str, Any] | None, digest: str, task: TaskContract, worktree: Path) -> dict[str, Any]:
     """Judge the reviewer's report; returns it with ``review_escalate`` and ``reasons``."""
+    from bosun.engine.citations import Checker, DirTree
+
     reasons: list[str] = []
     if report is None:
-        return {"review_escalate": True, "reasons": ["the reviewer did not return a JSON report"], "report": None}
+        return {"status": UNPARSEABLE, "review_escalate": True,
+                "reasons": ["the reviewer did not return a JSON report"], "report": None}
+    checker = Checker(DirTree(worktree))
     if report.get("diff_sha256") != digest:
         reasons.append(f"the report reviewed diff {str(report.get('diff_sha256'))[:12]}, not {digest[:12]}")
     criteria = report.get("criteria") or []
@@ -106,10 +95,13 @@ def validate_report(report: dict[str, Any] | None, digest: str, task: TaskContra
             reasons.append(f"criterion not assessed: {crit}")
         elif status != "met":
             reasons.append(f"criterion {status}: {crit}")
+    for crit, status in statuses.items():
+        if crit not in task.acceptance and status != "met":
+            reasons.append(f"criterion {status or 'without a status'}: {crit}")
     bad_cites = []
     for c in criteria:
         for cite in (c.get("evidence") or []) if isinstance(c, dict) else []:
-            problem = check_citation(worktree, cite)
+            problem = checker.check_text(cite)
             if problem:
                 bad_cites.append(problem)
     for f in report.get("findings") or []:
@@ -119,12 +111,13 @@ def validate_report(report: dict[str, Any] | None, digest: str, task: TaskContra
         if sev in ("P0", "P1", "P2"):
             reasons.append(f"{sev} finding: {f.get('title', '')}")
         if f.get("path"):
-            problem = check_citation(worktree, f"{f['path']}:{f.get('line', 1)}")
+            problem = checker.check_text(f"{f['path']}:{f.get('line', 1)}")
             if problem:
                 bad_cites.append(problem)
     if bad_cites:
         reasons.append("made-up evidence: " + "; ".join(bad_cites[:5]))
-    return {"review_escalate": bool(reasons), "reasons": reasons, "report": report, "invalid_citations": bad_cites}
+    return {"status": ESCALATED if reasons else PASSED, "review_escalate": bool(reasons), "reasons": reasons,
+            "report": report, "invalid_citations": bad_cites}
 
 
 def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
@@ -134,15 +127,22 @@ def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
 
 def run_self_review(ctx: Any, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
                     verification: dict[str, Any]) -> dict[str, Any] | None:
-    """Run the review turn if the profile asks for it and the diff is big enough; record review.json."""
+    """Run the review turn if the profile asks for it and the diff is big enough; record review.json.
+    None when the profile has no self-review; a "skipped" record when the diff is too small."""
     from bosun.engine import record
     from bosun.engine.attempts import run_attempts
 
     settings = ctx.settings(Path(run["repo"]))
     profile = settings.profile(run["profile"])
+    if not profile.self_review:
+        return None
     text = diff.decode("utf-8", "replace")
     if not should_review(profile, text, settings.self_review_min_diff_lines):
-        return None
+        skipped = {"status": SKIPPED, "review_escalate": False, "report": None, "diff_sha256": digest,
+                   "reasons": [f"skipped: the diff changes fewer than {settings.self_review_min_diff_lines} lines "
+                               "(self_review_min_diff_lines); nothing was reviewed"]}
+        record.write_doc(run["id"], REVIEW_FILE, skipped)
+        return skipped
     review_task = task.model_copy(update={"mode": Mode.review})
     prompt = build_prompt(task, text, digest, verification)
     outcome = run_attempts(ctx, settings, run, review_task, resume=None, profile_name=profile.name,
@@ -150,8 +150,8 @@ def run_self_review(ctx: Any, run: dict[str, Any], task: TaskContract, diff: byt
     if outcome.result.ok:
         judged = validate_report(extract_json(outcome.result.final_text), digest, task, Path(run["worktree"]))
     else:
-        judged = {"review_escalate": True, "reasons": [f"the review turn failed: {outcome.result.error_message}"],
-                  "report": None}
+        judged = {"status": FAILED, "review_escalate": True,
+                  "reasons": [f"the review turn failed: {outcome.result.error_message}"], "report": None}
     judged["usage"] = outcome.usage.to_dict()
     judged["diff_sha256"] = digest
     record.write_doc(run["id"], REVIEW_FILE, judged)

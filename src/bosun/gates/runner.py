@@ -36,7 +36,10 @@ GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
 # change (isolation.change), the user's git dir changed during the run (isolation.gitwatch), or a
 # read-only review turn edited files. Listed here so they are documented like every other gate.
 ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED",
-                                      "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE")
+                                      "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE",
+                                      # engine/verdict.py: a read-only run that wrote, an answer's
+                                      # unbacked citations, an escalated self-review
+                                      "READ_ONLY_VIOLATION", "INVALID_CITATIONS", "SELF_REVIEW_ESCALATED")
 
 
 def run_gates(ctx: GateContext) -> list[GateResult]:

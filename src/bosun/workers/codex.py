@@ -93,7 +93,7 @@ SPEC = CliSpec(
     ],
     cannot_enforce=[
         "test mode: no edit-free sandbox that still lets test runners write temp files, so the worktree is "
-        "writable (workspace-write; a change shows in the diff)",
+        "writable (workspace-write); bosun discards any write of a test run, which is never landable",
         "the sandbox needs Linux Landlock/seccomp (or macOS Seatbelt); where Codex cannot sandbox, "
         "commands fail rather than run unconfined",
     ],
@@ -103,7 +103,8 @@ SPEC = CliSpec(
 def unenforced(ctx: WorkerContext) -> list[str]:
     if ctx.read_only and ctx.task.mode.value == "test":
         return ["test mode: Codex runs with the workspace-write sandbox (its read-only sandbox stops test "
-                "runners), so edits to the worktree are not blocked by the CLI"]
+                "runners), so edits to the worktree are not blocked by the CLI; bosun discards them "
+                "(READ_ONLY_VIOLATION) and the run can never land a change"]
     return []
 
 

@@ -60,6 +60,10 @@ class CommandParser:
         return [ev]
 
 
+READ_ONLY_UNENFORCED = ("read-only modes: a command worker is only told BOSUN_MODE; bosun discards whatever it "
+                        "writes in explore, review and test runs, which are never landable")
+
+
 class CommandWorker:
     name = "command"
 
@@ -71,12 +75,15 @@ class CommandWorker:
         env["BOSUN_MODE"] = ctx.task.mode.value
         if ctx.resume_session:
             env["BOSUN_RESUME_SESSION"] = ctx.resume_session
-        return run_cli(ctx, argv, env, CommandParser(), stdin_data=ctx.prompt.encode("utf-8"))
+        result = run_cli(ctx, argv, env, CommandParser(), stdin_data=ctx.prompt.encode("utf-8"))
+        if ctx.read_only:
+            result.unenforced = [READ_ONLY_UNENFORCED]
+        return result
 
     def describe(self, profile: Profile) -> WorkerInfo:
         info = WorkerInfo(
             enforces=["own HOME", "env allowlist", "git guard", "timeouts"],
-            cannot_enforce=["read-only modes (a command worker is trusted to honour BOSUN_MODE)"],
+            cannot_enforce=[READ_ONLY_UNENFORCED],
         )
         if not profile.command:
             info.problems.append("profile has adapter = \"command\" but no `command = [...]`")

@@ -8,12 +8,19 @@ write_file, edit_file (exact old/new replacement). There is no shell. Every path
 
 The conversation is saved in the run directory after every step, so ``bosun work --resume`` can
 continue it (the session id names that file).
+
+Each response is read by a helper thread while the worker's own thread watches for a cancellation
+and the wall deadline; either one shuts the connection's socket down, which ends a read blocked on a
+stalled stream at once (an idle read timeout alone would take minutes).
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import re
+import socket
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -199,13 +206,17 @@ def _classify_http(status: int, body: str, headers: Any) -> ApiError:
     return ApiError(text, cls, retry_after or parse_retry_after(body))
 
 
-def stream_chat(client: Any, url: str, headers: dict[str, str], body: dict[str, Any], should_stop: Any) -> dict[str, Any]:
+def stream_chat(
+    client: Any, url: str, headers: dict[str, str], body: dict[str, Any], should_stop: Any, on_response: Any = None
+) -> dict[str, Any]:
     """POST one streamed chat completion; returns {content, tool_calls, usage, finish_reason}."""
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     usage: dict[str, Any] = {}
     finish = None
     with client.stream("POST", url, headers=headers, json=body) as res:
+        if on_response is not None:
+            on_response(res)
         if res.status_code >= 400:
             res.read()
             raise _classify_http(res.status_code, res.text, res.headers)
@@ -242,6 +253,71 @@ def stream_chat(client: Any, url: str, headers: dict[str, str], body: dict[str, 
                         slot["arguments"] += fn["arguments"]
                 finish = choice.get("finish_reason") or finish
     return {"content": "".join(content), "tool_calls": [calls[i] for i in sorted(calls)], "usage": usage, "finish": finish}
+
+
+STOP_POLL_S = 0.1  # how often the worker's thread looks for a cancellation while a response streams
+ABORT_JOIN_S = 1.0  # how long an aborted read may take to notice its socket is gone
+
+
+class StreamAborted(Exception):
+    """The stream was cut by bosun: ``reason`` is "cancelled" or "timeout"."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _socket_of(response: Any) -> socket.socket | None:
+    stream = (getattr(response, "extensions", None) or {}).get("network_stream")
+    try:
+        sock = stream.get_extra_info("socket") if stream is not None else None
+    except Exception:  # noqa: BLE001 - a transport without a socket cannot be cut, only timed out
+        return None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def stream_interruptible(
+    client: Any, url: str, headers: dict[str, str], body: dict[str, Any], should_stop: Any, deadline: float
+) -> dict[str, Any]:
+    """:func:`stream_chat`, read in a helper thread so that this thread can stop it.
+
+    This thread polls ``should_stop`` (it may use the caller's store connection) and the wall
+    ``deadline``; on either it shuts the response's socket down, which wakes the blocked read, and
+    raises :class:`StreamAborted` without waiting for the server.
+    """
+    box: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    sockets: list[socket.socket] = []
+
+    def on_response(res: Any) -> None:
+        sock = _socket_of(res)
+        if sock is not None:
+            sockets.append(sock)
+
+    def read() -> None:
+        try:
+            box.put(("ok", stream_chat(client, url, headers, body, None, on_response)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread as is
+            box.put(("error", exc))
+
+    reader = threading.Thread(target=read, name="bosun-native-stream", daemon=True)
+    reader.start()
+    while True:
+        try:
+            kind, value = box.get(timeout=STOP_POLL_S)
+        except queue.Empty:
+            reason = "cancelled" if should_stop and should_stop() else "timeout" if time.monotonic() >= deadline else None
+            if reason is None:
+                continue
+            for sock in sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed: the read is over anyway
+            reader.join(ABORT_JOIN_S)
+            raise StreamAborted(reason) from None
+        if kind == "error":
+            raise value
+        return value  # type: ignore[no-any-return]
 
 
 def _usage_from(u: dict[str, Any]) -> Usage:
@@ -303,8 +379,13 @@ class NativeWorker:
                     "stream_options": {"include_usage": True},
                 }
                 try:
-                    client.timeout = httpx.Timeout(10.0, read=min(read_timeout, max(remaining, 0.1)))
-                    reply = stream_chat(client, url, headers, body, ctx.should_stop)
+                    client.timeout = httpx.Timeout(10.0, read=read_timeout)  # the wall deadline is cut by stream_interruptible
+                    reply = stream_interruptible(client, url, headers, body, ctx.should_stop, deadline)
+                except StreamAborted as exc:
+                    if exc.reason == "cancelled":
+                        result.status = "cancelled"
+                        return result
+                    return self._fail(ctx, result, ErrorClass.timeout, f"wall timeout ({ctx.timeout_s:g}s) reached", "timeout")
                 except ApiError as exc:
                     if str(exc) == "cancelled":
                         result.status = "cancelled"

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.conftest import git, task_yaml
+from tests.conftest import git
 from tests.e2e.mcp_support import add_sleepy_profile, call, wait_done, with_session
 
 pytestmark = pytest.mark.slow

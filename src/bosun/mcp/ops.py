@@ -105,7 +105,9 @@ def _driver_running(run: dict[str, Any]) -> bool:
 
     data = run.get("data") or {}
     pid = data.get("driver_pid")
-    return bool(pid) and pid_alive(int(pid), data.get("driver_start")) and not _zombie(int(pid))
+    if not isinstance(pid, int):
+        return False
+    return pid_alive(pid, data.get("driver_start")) and not _zombie(pid)
 
 
 def driver_alive(run: dict[str, Any]) -> bool:

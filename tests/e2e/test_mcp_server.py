@@ -159,3 +159,51 @@ def test_two_concurrent_delegations(repo: Path, tmp_path: Path):
     results = with_session(repo, body)
     assert results["a"]["id"] != results["b"]["id"]
     assert {r["state"] for r in results.values()} == {"verified"}
+
+
+def _assistant_line(msg_id: str, when: float, usage: dict) -> str:
+    import json
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return json.dumps({"type": "assistant", "timestamp": stamp, "uuid": msg_id,
+                       "message": {"id": msg_id, "role": "assistant", "content": [], "usage": usage}}) + "\n"
+
+
+def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo: Path, task_file: Path, tmp_path: Path):
+    import json
+    import os
+    import time
+
+    from bosun.parents.sessionlogs import claude_slug
+
+    home = tmp_path / "parent-home"
+    log = home / ".claude" / "projects" / claude_slug(repo) / "session.jsonl"
+    log.parent.mkdir(parents=True)
+    before = {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 9000, "output_tokens": 99}
+    log.write_text(_assistant_line("msg_before", time.time() - 60, before))
+    during = {"input_tokens": 7, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 12000, "output_tokens": 50}
+
+    async def body(s):
+        err, started = await call(s, "delegate", {"task_path": str(task_file), "profile": "fix"})
+        assert not err, started
+        with log.open("a") as fh:  # the parent's own turns while the run is in flight
+            fh.write(_assistant_line("msg_during", time.time(), during))
+        done = await wait_done(s, started["id"])
+        assert done["receipt"]["parent_measured"]["measured"] is False  # the review has not ended
+        err, approved = await call(s, "approve", {"run_id": started["id"]})
+        assert not err, approved
+        err, res = await call(s, "result", {"run_id": started["id"]})
+        err, totals = await call(s, "savings", {})
+        return res, totals
+
+    res, totals = with_session(repo, body, env={"HOME": str(home), "PARENT_AGENT": "claude-code"})
+    measured = res["receipt"]["parent_measured"]
+    assert measured["measured"] is True and measured["agent"] == "claude-code", measured
+    assert measured["tokens"]["total_tokens"] == 7 + 100 + 12000 + 50  # the earlier turn is not counted
+    assert measured["cost_usd"] > 0 and "saving_usd" in measured
+    assert res["receipt"]["parent_estimated"]["parent_direct_tokens"] > 0
+    metrics = json.loads((Path(os.environ["BOSUN_HOME"]) / "runs" / res["id"] / "metrics.json").read_text())
+    assert metrics["parent_measured"]["tokens"]["total_tokens"] == 12157
+    assert totals["parent_measured"]["runs"] == 1 and totals["parent_measured"]["parent_tokens"] == 12157
+    assert totals["parent_estimated"]["runs"] == 1

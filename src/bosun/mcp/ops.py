@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,19 @@ from bosun.errors import BadInput, BosunError, Busy
 # The background loop has stopped and the parent has something to read or decide.
 _RUNNING = frozenset({"prepared", "working", "worked"})
 WAIT_CAP_S = 55.0  # hosts drop a tool call after about 60 s
+WAIT_DEFAULT_S = 45.0
+_guards: dict[str, threading.Lock] = {}
+_guards_lock = threading.Lock()
+
+
+@contextmanager
+def run_guard(run_id: str) -> Iterator[None]:
+    """One decision at a time per run in this server: the run lock is re-entrant per process, so two
+    concurrent tool calls on one run must not both pass it."""
+    with _guards_lock:
+        guard = _guards.setdefault(run_id, threading.Lock())
+    with guard:
+        yield
 
 
 def ctx() -> Any:
@@ -166,24 +182,27 @@ def approve(c: Any, run_id: str, waive: list[str] | None, reason: str | None, re
     if waive and not reason:
         raise BadInput("`waive` needs `reason`", "say why the waived gate is acceptable; it is recorded")
     waivers = {str(code).upper(): str(reason) for code in (waive or [])}
-    run = do_approve(c, run_id, review, waivers)
-    end_review(c, run_id)
+    with run_guard(run_id):
+        run = do_approve(c, run_id, review, waivers)
+        end_review(c, run_id)
     return run_json(c, run["id"])
 
 
 def integrate(c: Any, run_id: str, reverify: bool) -> dict[str, Any]:
     from bosun.engine.lifecycle import integrate as do_integrate
 
-    run = do_integrate(c, run_id, reverify=None if reverify else False)
-    end_review(c, run_id)
+    with run_guard(run_id):
+        run = do_integrate(c, run_id, reverify=None if reverify else False)
+        end_review(c, run_id)
     return run_json(c, run["id"])
 
 
 def discard(c: Any, run_id: str) -> dict[str, Any]:
     from bosun.engine.lifecycle import discard as do_discard
 
-    end_review(c, run_id)
-    return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
+    with run_guard(run_id):
+        end_review(c, run_id)
+        return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
 
 
 def cancel(c: Any, run_id: str) -> dict[str, Any]:
@@ -192,8 +211,9 @@ def cancel(c: Any, run_id: str) -> dict[str, Any]:
     run = c.store.require_run(run_id)
     if run["state"] in ("cancelled", "cleaned"):
         return run_json(c, run_id)
-    end_review(c, run_id)
-    return run_json(c, _retry_busy(lambda: do_cancel(c, run_id))["id"])
+    with run_guard(run_id):
+        end_review(c, run_id)
+        return run_json(c, _retry_busy(lambda: do_cancel(c, run_id))["id"])
 
 
 def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:

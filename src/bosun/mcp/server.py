@@ -9,6 +9,7 @@ way (code ``BAD_INPUT``), and nothing a caller sends stops the server.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from pathlib import Path
@@ -150,14 +151,15 @@ def build_server(default_repo: Path) -> MCPServer:
     @server.tool(description=WAIT)
     async def wait(
         run_id: RunId,
-        timeout_s: Annotated[float, Field(description="seconds to block at most (capped at 55)")] = 45,
+        timeout_s: Annotated[float, Field(description="seconds to block at most (capped at 55)")] = ops.WAIT_DEFAULT_S,
         ctx: Context | None = None,
     ) -> CallToolResult:
         try:
             rid = ops.checked_run(run_id)
         except BosunError as err:
             return error_result(err)
-        limit = min(max(float(timeout_s), 0.0), ops.WAIT_CAP_S)
+        limit = float(timeout_s) if math.isfinite(timeout_s) else ops.WAIT_DEFAULT_S
+        limit = min(max(limit, 0.0), ops.WAIT_CAP_S)
         started = time.monotonic()
         last: str | None = None
 

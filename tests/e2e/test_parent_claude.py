@@ -1,8 +1,9 @@
 """A real parent: Claude Code (the real CLI, scripted through bosun's replay server) drives `bosun mcp`.
 
-The scripted parent model delegates a bug fix, waits (once too briefly: "call again"), then approves
-and integrates. The fix reaches the user's branch only through bosun's approve and integrate, and the
-parent's own tokens are read back from Claude Code's session log.
+The scripted parent model delegates a bug fix to a real worker CLI (OpenCode, scripted by a second
+replay server), waits (once too briefly: "call again"), then approves and integrates. The fix reaches
+the user's branch only through bosun's approve and integrate, and the parent's own tokens are read back
+from Claude Code's session log.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from bosun.replay import ReplayServer
 from bosun.workers.claude import QUIET_ENV
 from tests.conftest import ROOT, git
 from tests.e2e.cli_support import cli_binary
-from tests.e2e.mcp_support import add_sleepy_profile
+from tests.e2e.worker_support import FIX_SCRIPT, KEY_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
 TOOLS = ("delegate", "wait", "approve", "integrate")
@@ -28,13 +29,20 @@ RUN = "{result:call_0_0.id}"
 
 def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     claude = cli_binary("claude")
-    add_sleepy_profile(tmp_path, seconds=3)
+    worker_model = ReplayServer(FIX_SCRIPT, log_path=tmp_path / "worker-model.jsonl")
+    worker_model.start()
+    Path(os.environ["BOSUN_CONFIG"]).write_text(
+        f'[profiles.oc]\nadapter = "opencode"\nmodel = "mock-model"\nbase_url = "{worker_model.base_url("opencode")}"\n'
+        f'api_key_env = "{KEY_ENV}"\nbinary = "{cli_binary("opencode")}"\ntimeout_s = 120\n')
     task = {"title": "Fix add()", "prompt": "add() in src/calc.py subtracts; make it add. Do not touch the tests.",
             "verify": [f"{sys.executable} -m pytest -q tests"], "locked": ["tests/**"], "timeout_s": 60}
     script = {
         "turns": [
-            {"call": "mcp__bosun__delegate", "args": {"task": task, "profile": "sleepy"}},
+            {"call": "mcp__bosun__delegate", "args": {"task": task, "profile": "oc"}},
             {"call": "mcp__bosun__wait", "args": {"run_id": RUN, "timeout_s": 1}},
+            # Waits are idempotent once the run is done: a loaded machine may need more than one.
+            {"call": "mcp__bosun__wait", "args": {"run_id": RUN, "timeout_s": 50}},
+            {"call": "mcp__bosun__wait", "args": {"run_id": RUN, "timeout_s": 50}},
             {"call": "mcp__bosun__wait", "args": {"run_id": RUN, "timeout_s": 50}},
             {"call": "mcp__bosun__approve", "args": {"run_id": RUN}},
             {"call": "mcp__bosun__integrate", "args": {"run_id": RUN}},
@@ -45,8 +53,9 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     config_dir = tmp_path / "claude-config"
     server_env = {k: os.environ[k] for k in ("BOSUN_HOME", "BOSUN_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME",
                                              "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-                                             "GIT_CONFIG_NOSYSTEM")}
+                                             "GIT_CONFIG_NOSYSTEM", "PATH")}
     server_env.update(PYTHONPATH=str(ROOT / "src"), PARENT_AGENT="claude-code", CLAUDE_CONFIG_DIR=str(config_dir))
+    server_env[KEY_ENV] = "dummy"
     mcp_config = tmp_path / "mcp.json"
     mcp_config.write_text(json.dumps({"mcpServers": {"bosun": {
         "command": sys.executable, "args": ["-m", "bosun", "mcp"], "env": server_env}}}))
@@ -68,13 +77,17 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
         )
         results = srv.tool_results()
         errors = srv.errors
+    worker_model.stop()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert not errors, errors
     out = {cid: json.loads(text) for cid, text in results.items()}
-    started, first, done, approved, landed = (out[f"call_{i}_0"] for i in range(5))
+    started, first, approved, landed = (out[f"call_{i}_0"] for i in (0, 1, 5, 6))
+    done = next(out[f"call_{i}_0"] for i in (2, 3, 4) if out[f"call_{i}_0"]["done"])
     assert started["state"] == "prepared"
-    assert first["done"] is False  # the worker takes 3 s: "call wait again"
+    assert first["done"] is False  # the worker takes longer than 1 s: "call wait again"
     assert done["done"] is True and done["state"] == "verified" and done["verification"]["passed"] is True
+    assert done["profile"] == "oc" and done["final_message"] == FIX_SCRIPT[-1]["say"]
+    assert worker_model.turns_used == len(FIX_SCRIPT) and not worker_model.errors
     assert approved["state"] == "approved" and landed["state"] == "integrated", (approved, landed)
 
     # The fix landed through bosun's integrate, as bosun's own commit on the user's branch.

@@ -141,7 +141,17 @@ def test_cancel_a_running_delegation(repo: Path, task_file: Path):
 
 
 def test_two_concurrent_delegations(repo: Path, tmp_path: Path):
+    import json
+    import os
+    import sys
+
     add_sleepy_profile(tmp_path, seconds=2)
+    notified = tmp_path / "notified"
+    notified.mkdir()
+    notifier = "import json, sys, pathlib; r = json.load(sys.stdin); pathlib.Path(sys.argv[1], r['id']).write_text(r['state'])"
+    with Path(os.environ["BOSUN_CONFIG"]).open("a") as fh:
+        fh.write(f"\n[notify]\ncommand = [{json.dumps(sys.executable)}, \"-c\", {json.dumps(notifier)}, "
+                 f"{json.dumps(str(notified))}]\n")
 
     async def body(s):
         results: dict[str, dict] = {}
@@ -159,6 +169,40 @@ def test_two_concurrent_delegations(repo: Path, tmp_path: Path):
     results = with_session(repo, body)
     assert results["a"]["id"] != results["b"]["id"]
     assert {r["state"] for r in results.values()} == {"verified"}
+    # The detached processes ran [notify] when their runs stopped.
+    assert {p.name: p.read_text() for p in notified.iterdir()} == {r["id"]: "verified" for r in results.values()}
+
+
+def test_plan_run_and_status_workers_and_diff(repo: Path, tmp_path: Path):
+    import sys
+
+    verify = [f"{sys.executable} -m pytest -q tests"]
+    plan = {"title": "Fix add()", "verify": verify,
+            "tasks": [{"id": "fix", "prompt": "add() subtracts; make it add.", "owns": ["src/calc.py"],
+                       "profile": "fix", "verify": verify, "locked": ["tests/**"]}]}
+
+    async def body(s):
+        err, bad = await call(s, "plan_run", {"plan": {"title": "no tasks"}})
+        assert err and bad["error"]["code"] in ("INVALID_PLAN", "BAD_INPUT"), bad
+        err, started = await call(s, "plan_run", {"plan": plan})
+        assert not err, started
+        assert started["id"].startswith("p-") and started["tasks"][0]["id"] == "fix"
+        for _ in range(600):
+            err, st = await call(s, "plan_status", {"plan_id": started["id"]})
+            assert not err, st
+            if st["state"] != "running":
+                break
+            await anyio.sleep(0.2)
+        err, workers = await call(s, "workers", {})
+        run_id = st["tasks"][0]["run_id"]
+        err2, d = await call(s, "diff", {"run_id": run_id, "stat_only": True})
+        return st, workers, d, err2
+
+    st, workers, d, err = with_session(repo, body)
+    assert st["state"] == "succeeded", st
+    assert "return a + b" in (repo / "src/calc.py").read_text()
+    assert {w["profile"] for w in workers["workers"]} >= {"fix", "hang", "slow_fix"}
+    assert not err and d["stats"]["files"] == 1 and d["diff"] is None
 
 
 def _assistant_line(msg_id: str, when: float, usage: dict) -> str:

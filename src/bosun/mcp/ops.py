@@ -272,9 +272,9 @@ def workers(repo: Path) -> dict[str, Any]:
 
 
 def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
-             patience_s: float = 30.0) -> dict[str, Any]:
+             patience_s: float = 45.0) -> dict[str, Any]:
     """Validate the plan here, then run it in a detached process; returns once the plan has an id."""
-    from bosun.fileio import write_json_atomic
+    from bosun.fileio import write_text_atomic
     from bosun.paths import bosun_home
     from bosun.plans.model import load_plan_file, parse_plan
     from bosun.plans.runner import profile_problems
@@ -293,7 +293,7 @@ def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | N
         if not isinstance(plan, dict):
             raise BadInput("`plan` must be an object", "see docs/plans.md for the format")
         path = inbox / "plan.json"
-        write_json_atomic(path, plan)
+        write_text_atomic(path, json.dumps(plan, indent=2))  # the plan exactly (no format_version key)
         parsed = parse_plan(plan, "plan")
     validated(parsed)
     problems = profile_problems(parsed, c.settings(repo), profile)

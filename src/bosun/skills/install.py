@@ -255,8 +255,9 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 def codex_toml(cmd: list[str]) -> str:
     args = ", ".join(json.dumps(a) for a in cmd[1:])
+    # The MCP SDK takes a few seconds to import on a busy machine; Codex's default start-up limit is 10 s.
     return (f'[mcp_servers.bosun]\ncommand = {json.dumps(cmd[0])}\nargs = [{args}]\n'
-            f'env = {{ PARENT_AGENT = "codex" }}\n')
+            f'env = {{ PARENT_AGENT = "codex" }}\nstartup_timeout_sec = 30\ntool_timeout_sec = 120\n')
 
 
 def mcp_install(host: str, project: bool, print_only: bool = False, run: Runner | None = None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def test_delegate_wait_again_result_approve_integrate(repo: Path, tmp_path: Path
         err, done = await call(s, "wait", {"run_id": run_id, "timeout_s": 50}, progress_callback=on_progress)
         assert not err, done
         assert done["done"] is True and done["state"] == "verified", done
-        assert done["verdict"].startswith("verified")
+        assert done["verdict"].startswith("verified and proven") and done["proven"] is True, done
         assert done["verification"]["passed"] is True
         assert done["gates"]["red"] == []
         assert [f["path"] for f in done["files_changed"]] == ["src/calc.py"]

@@ -45,6 +45,9 @@ def file_changes(diff_text: str) -> list[dict[str, Any]]:
 
 def verdict(state: str, red: list[str], verification: dict[str, Any] | None, error: dict[str, Any] | None) -> str:
     if state == "verified":
+        if (verification or {}).get("proven"):
+            return ("verified and proven: the verify commands failed before the change and pass with it "
+                    "(bosun ran both), and every gate is green")
         return "verified: bosun re-ran the verify commands itself and every gate is green"
     if state == "rejected":
         why = ", ".join(red) or "verification failed"
@@ -94,6 +97,9 @@ def compact_result(run: dict[str, Any], include_diff: bool = False, done: bool =
         "gates": {"green": sum(1 for g in full["gates"] if g["ok"]), "red": red,
                   "details": [g for g in full["gates"] if not g["ok"]]},
         "verification": None if ver is None else {"passed": ver.get("passed"), "commands": commands},
+        # The fail-to-pass proof: the verify commands failed on the start tree and pass on the change.
+        "proven": (ver or {}).get("proven"),
+        "proof": (ver or {}).get("proof"),
         "files_changed": file_changes(diff_text),
         "diff_sha256": full.get("diff_sha256"),
         "final_message": final[:FINAL_MESSAGE_CHARS] + ("..." if len(final) > FINAL_MESSAGE_CHARS else ""),
@@ -102,7 +108,7 @@ def compact_result(run: dict[str, Any], include_diff: bool = False, done: bool =
         "merged_commit": full.get("merged_commit"),
         "next": _NEXT.get(run["state"], "call wait again"),
     }
-    for key in ("proven", "review", "unenforced"):
+    for key in ("review", "unenforced"):
         if full.get(key) is not None:
             out[key] = full[key]
     if include_diff:

@@ -70,7 +70,8 @@ your judgement, changes to CI or test configuration (bosun locks those), or anyt
 - `verdict` "verified" means bosun ran your verify commands on the change and every gate is green.
   If your verify commands really test the task, you need not read the diff: check `files_changed`
   (the expected files, sensible line counts) and the worker's `final_message`, then approve.
-- `proven`, when present, says what bosun proved about the change.
+- `proven: true` is stronger: bosun also ran your verify commands on the tree before the change and
+  they failed there, so the change is what makes them pass (`proof` says it in a sentence).
 - Read the diff (`diff`) when files outside the expected ones changed, when the counts look wrong,
   or when your verify commands cover only part of the task.
 - "rejected": `gates.red` names each refusal; a failed verify command carries its output tail.

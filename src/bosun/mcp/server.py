@@ -42,7 +42,8 @@ delegate design decisions, vague goals or work without a way to verify it.
 `task` is the contract: {"title", "prompt" (what to change, name files and functions; say what must not
 change), "verify" (commands that FAIL before the fix and pass after, e.g. ["python -m pytest -q
 tests/test_x.py"]), "scope" (globs the worker may change), "locked" (globs it may not touch, e.g.
-["tests/**"]), "acceptance" (criteria), "timeout_s", "profile"}. Or give `task_path` (YAML/JSON file)."""
+["tests/**"]), "holdout" (globs of committed acceptance tests the worker never sees; bosun runs them),
+"acceptance" (criteria), "timeout_s", "profile"}. Or give `task_path` (YAML/JSON file)."""
 
 WAIT = """\
 Block until a delegated run is done, at most timeout_s seconds (default 45, capped at 55). Returns the

@@ -47,13 +47,16 @@ your judgement, changes to CI or test configuration (bosun locks those), or anyt
  "verify": ["python -m pytest -q tests/test_pages.py"],
  "scope": ["src/pages.py"],
  "locked": ["tests/**"],
+ "holdout": ["tests/acceptance/test_pages_holdout.py"],
  "acceptance": ["test_last_page passes", "no other behaviour changes"]}
 ```
 
 - `verify`: commands that **fail before the fix and pass after**. Run them yourself first when you
   can: a verify command that already passes proves nothing.
-- Holdout: when you write new acceptance tests, keep them out of the worker's reach: add them to
-  `locked` (or keep them out of `scope`) so the worker cannot edit what judges it.
+- `holdout`: globs of committed acceptance tests the worker never sees; bosun adds them back only to
+  verify. Write the tests that judge the task, commit them, list them here and in `verify`.
+- `tests`: `keep` (no existing test may change), `extend` (the default: tests may be added and
+  edited, the originals still run), `rewrite` (behaviour changes on purpose).
 - `scope`: the globs the worker may change; `locked`: globs it may not touch.
 - One task, one concern. Split bigger work into a plan (`plan_run`) of tasks with `depends`.
 

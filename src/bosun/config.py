@@ -105,6 +105,16 @@ class Profile(BaseModel):
         return names
 
 
+class Notify(BaseModel):
+    """What to run when a run stops (verified, rejected, failed, cancelled, integrated ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: list[str] = Field(default_factory=list, description="argv run with the result JSON on stdin")
+    bell: bool = False
+    desktop: bool = False
+    timeout_s: float = Field(default=30, gt=0)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_profile: str | None = None
@@ -118,6 +128,7 @@ class Settings(BaseModel):
     parent_prices: Prices = Field(default_factory=lambda: DEFAULT_PARENT_PRICES.model_copy())
     profiles: dict[str, Profile] = Field(default_factory=dict)
     callers: dict[str, str] = Field(default_factory=dict)
+    notify: Notify = Field(default_factory=Notify)
 
     @field_validator("profiles")
     @classmethod

@@ -75,6 +75,9 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
         adapters = pool.map(_check_adapter, sorted(ADAPTERS))
         report["profiles"] = list(profiles)
         report["adapters"] = list(adapters)
+    from bosun.skills.install import installed, warnings
+
+    report["skills"] = {"installed": installed(repo), "warnings": warnings(repo)}
     return report
 
 
@@ -144,10 +147,13 @@ def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
         if p.get("binary"):
             ver = f" {p['version']}" if p.get("version") else ""
             out(f"  cli: {p['binary']}{ver}" + (f" (min {p['min_version']})" if p.get("min_version") else "") + "\n")
+    for warning in (report.get("skills") or {}).get("warnings", []):
+        out(f"skill: warning: {warning}\n")
     return EXIT_OK if ok else EXIT_ERROR
 
 
-def list_workers(repo: Path, as_json: bool) -> int:
+def worker_rows(repo: Path) -> list[dict[str, Any]]:
+    """Each configured profile with its cooldown and recent success rate (``bosun workers --json``)."""
     from bosun.config import load_settings
     from bosun.store.db import open_store
 
@@ -165,6 +171,11 @@ def list_workers(repo: Path, as_json: bool) -> int:
             "recent_attempts": stats["attempts"], "success_rate": stats["success_rate"],
             "default": name == settings.default_profile,
         })
+    return rows
+
+
+def list_workers(repo: Path, as_json: bool) -> int:
+    rows = worker_rows(repo)
     if as_json:
         import json
 

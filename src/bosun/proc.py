@@ -1,8 +1,9 @@
 """The only module that starts processes.
 
-Two entry points:
+Three entry points:
 
 * ``run_quick`` for short trusted commands (git plumbing): ``subprocess.run`` with argv lists only.
+* ``start_detached`` for bosun's own background processes (a delegation that outlives a tool call).
 * ``run_supervised`` for untrusted or long commands (workers, verification): its own session and
   process group, an explicit environment, stdin fed from a thread, stdout/stderr drained by threads
   into bounded head+tail buffers (the child never blocks on a full pipe), an optional per-line
@@ -349,6 +350,19 @@ def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
             proc.stdin.close()
         except OSError:
             pass
+
+
+def start_detached(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: Path) -> int:
+    """Start a trusted bosun process that outlives the caller's request (its own session, output to
+    ``log_path``, no stdin). A thread reaps it so it never lingers as a zombie. Returns its pid."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            list(argv), cwd=str(cwd), env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            start_new_session=True, close_fds=True,
+        )
+    threading.Thread(target=proc.wait, name=f"bosun-reap-{proc.pid}", daemon=True).start()
+    return proc.pid
 
 
 def process_start_time(pid: int) -> int | None:

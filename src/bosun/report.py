@@ -11,6 +11,7 @@ from bosun import paths
 from bosun.engine import record
 from bosun.fileio import read_json, write_json_atomic, write_text_atomic
 from bosun.metrics import cost_usd, parent_savings
+from bosun.parents.meter import measured_receipt
 from bosun.results import run_result
 from bosun.workers.base import Usage
 
@@ -57,6 +58,9 @@ def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
     started = transitions[0]["at"] if transitions else run["created_at"]
     ended = transitions[-1]["at"] if transitions else time.time()
     returned = json.dumps(run_result(run, brief=True), separators=(",", ":"))
+    estimate = parent_savings(
+        _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
+    )
     return {
         "run_id": run["id"],
         "state": run["state"],
@@ -70,9 +74,9 @@ def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
             "attempts": len(ctx.store.attempts(run["id"])),
         },
         "diff": diff_stats(diff_text),
-        "parent": parent_savings(
-            _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
-        ),
+        "parent": estimate,
+        # Present when the parent was metered (delegated through `bosun mcp`): measured, not estimated.
+        "parent_measured": measured_receipt(data.get("parent_measured"), estimate, settings.parent_prices, worker_cost),
     }
 
 
@@ -118,6 +122,12 @@ def render_markdown(ctx: Any, run: dict[str, Any], metrics: dict[str, Any]) -> s
     lines.append(f"- parent would have spent ~{p['parent_direct_tokens']} tokens; it reads "
                  f"{p['parent_actual_tokens']} from bosun (compression {p['compression']}x)")
     lines.append(f"- estimated saving at parent prices ({p['parent_prices_date']}): ${p['saving_usd']:.4f}")
+    m = metrics.get("parent_measured")
+    if m and m.get("measured"):
+        lines.append(f"- measured: the parent ({m.get('agent')}) spent {m['tokens']['total_tokens']} tokens between "
+                     f"delegate and the end of its review (${m['cost_usd']:.4f}); measured saving ${m['saving_usd']:.4f}")
+    elif m:
+        lines.append(f"- parent tokens not measured: {m.get('reason')}")
     lines += ["", "## History", ""]
     for t in ctx.store.transitions(run["id"]):
         when = time.strftime("%H:%M:%S", time.gmtime(t["at"]))

@@ -194,3 +194,22 @@ def test_codex_patch_text_forms():
         == "*** Begin Patch\n*** Update File: f.py\n@@\n-y\n+x\n*** End Patch"
     )
     assert "+" not in edit_patch("f.py", "gone", "").split("@@")[1]
+
+
+def test_call_names_a_tool_and_fills_ids_from_earlier_results():
+    from bosun.replay.script import load_script
+
+    script = load_script([
+        {"call": "mcp__bosun__delegate", "args": {"task": {"title": "t"}}},
+        {"call": "mcp__bosun__wait", "args": {"run_id": "{result:call_0_0.id}", "timeout_s": 5}},
+    ])
+    tools = [ToolSpec("mcp__bosun__delegate"), ToolSpec("mcp__bosun__wait"), ToolSpec("Read")]
+    first = map_action(script.turns[0].actions[0], tools, MapContext(), "call_0_0")
+    assert first.name == "mcp__bosun__delegate" and first.arguments == {"task": {"title": "t"}}
+    ctx = MapContext(results={"call_0_0": '{"id": "20261201-120000-abcdef", "state": "prepared"}'})
+    second = map_action(script.turns[1].actions[0], tools, ctx, "call_1_0")
+    assert second.arguments == {"run_id": "20261201-120000-abcdef", "timeout_s": 5}
+    with pytest.raises(ToolMapError, match="no 'id' in the result of call_0_0"):
+        map_action(script.turns[1].actions[0], tools, MapContext(), "call_1_0")
+    with pytest.raises(ToolMapError, match="not advertised"):
+        map_action(Action("call", "mcp__other__x"), tools, MapContext(), "call_2_0")

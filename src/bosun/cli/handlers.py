@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun.cli.dispatch import emit_json, exit_for_state
+from bosun.cli.parents_cli import cmd_mcp, cmd_savings, cmd_skill, cmd_watch  # noqa: F401 - verbs for parents
 from bosun.errors import EXIT_OK, BadInput
 
 

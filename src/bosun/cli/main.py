@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_plan_parser(sub)
 
+    from bosun.cli.parents_cli import add_parent_parsers
+
+    add_parent_parsers(sub)
+
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")
     rp = rsub.add_parser("serve", help="serve a script on 127.0.0.1 (OpenAI, Responses, Anthropic, Gemini APIs)")

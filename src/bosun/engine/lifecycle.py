@@ -699,6 +699,15 @@ def delegate(
     run_id = run["id"]
     if on_prepared is not None:
         on_prepared(run_id)
+    try:
+        return _delegate_loop(ctx, run_id, task, auto_approve, on_event)
+    finally:
+        from bosun.notify import notify_run
+
+        notify_run(ctx, run_id)
+
+
+def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> dict[str, Any]:
     with locks.run_lock(run_id):
         try:
             run = work(ctx, run_id, on_event=on_event)

@@ -150,7 +150,8 @@ class Player:
         reply = Reply(source="turn", turn=turn.index, text=turn.say or "", fault=turn.fault)
         if not turn.needs_tools:
             return reply
-        ctx = MapContext(root=self.request_root(req))
+        results = {str(r.get("id")): str(r.get("output") or "") for r in req.tool_results}
+        ctx = MapContext(root=self.request_root(req), results=results)
         try:
             reply.calls = map_actions(turn.actions, req.tools, ctx, f"call_{turn.index}")
         except ToolMapError as exc:

@@ -29,6 +29,8 @@ ACTION_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run": ((), ()),
     "list": ((), ()),
     "grep": (("path",), ()),
+    # Any advertised tool by its exact name (an MCP tool: mcp__bosun__delegate), with JSON arguments.
+    "call": (("args",), ()),
 }
 NAMED_FAULTS = ("model_not_found", "stall", "malformed_sse")
 TURN_KEYS = {"say", "fault", "retry_after", "stall_s", "message", "usage", "actions", "repeat"}
@@ -49,6 +51,7 @@ class Action:
     old: str = ""
     new: str = ""
     path: str = "."  # grep only: where to search
+    args: str = ""  # call only: the arguments as JSON text
 
     def describe(self) -> str:
         return f"{self.kind} {self.target}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ class ToolMapError(Exception):
 @dataclass(frozen=True)
 class MapContext:
     root: Path | None = None
+    results: Mapping[str, str] = field(default_factory=dict)  # call id -> tool output, sent back so far
 
 
 def map_actions(
@@ -90,6 +92,8 @@ def map_actions(
 
 
 def map_action(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_id: str) -> ToolCall:
+    if action.kind == "call":
+        return _named_call(action, tools, ctx, call_id)
     action = substitute_root(action, ctx.root)
     tool = find_tool(action.kind, tools)
     if tool is None and action.kind in ("read", "list", "grep"):
@@ -329,3 +333,35 @@ def _placeholder(prop: Any, action: Action) -> Any:
     if kind in ("integer", "number"):
         return prop.get("minimum", 0)
     return None
+
+
+RESULT_REF = re.compile(r"^\{result:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)\}$")
+
+
+def _named_call(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_id: str) -> ToolCall:
+    """``call: NAME`` with ``args``; a string argument ``{result:CALL_ID.KEY}`` is KEY of the JSON
+    object an earlier call returned (a run id a tool handed out, say)."""
+    tool = next((t for t in tools if t.name == action.target), None)
+    if tool is None:
+        names = ", ".join(t.name for t in tools) or "none"
+        raise ToolMapError(f"tool {action.target!r} is not advertised (advertised: {names})")
+    try:
+        args = json.loads(action.args) if action.args else {}
+    except ValueError:
+        raise ToolMapError(f"call {action.target}: args are not JSON") from None
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        m = RESULT_REF.match(value) if isinstance(value, str) else None
+        if m is None:
+            return value
+        try:
+            return json.loads(ctx.results[m.group(1)])[m.group(2)]
+        except (KeyError, ValueError, TypeError):
+            raise ToolMapError(f"call {action.target}: no {m.group(2)!r} in the result of {m.group(1)}") from None
+
+    return ToolCall(call_id=call_id, name=tool.name, kind="function", arguments=resolve(args), action=action)
+

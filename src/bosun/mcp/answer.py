@@ -1,0 +1,116 @@
+"""The compact answer a parent reads instead of the diff: verdict, gates, verification, files, receipt.
+
+bosun ran the verify commands and the gates itself, so a parent that trusts them need not read the
+diff; it is included only when asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bosun.fileio import read_json
+from bosun.paths import run_dir
+from bosun.results import run_result
+
+FINAL_MESSAGE_CHARS = 2000
+FAILED_TAIL_CHARS = 1200
+
+_NEXT = {
+    "verified": "read this, then call approve and integrate (or discard); call diff only if you must see the change",
+    "rejected": "see the red gates and failed commands; discard, or delegate a corrected task",
+    "failed": "see error.hint; discard, or delegate again (another profile)",
+    "blocked": "the worker could not start (auth, missing CLI or key); see error.hint, then delegate again",
+    "cancelled": "nothing landed; discard to remove the worktree",
+    "approved": "call integrate to land it on the source branch",
+    "integrated": "landed on the source branch (not pushed)",
+    "reported": "finished",
+    "cleaned": "finished; the worktree is gone",
+    "interrupted": "the background process died; run `bosun recover RUN` in a shell",
+}
+
+
+def file_changes(diff_text: str) -> list[dict[str, Any]]:
+    files: list[dict[str, Any]] = []
+    for line in diff_text.splitlines():
+        m = re.match(r"^diff --git a/(.*) b/(.*)$", line)
+        if m:
+            files.append({"path": m.group(2), "added": 0, "deleted": 0})
+        elif files and line.startswith("+") and not line.startswith("+++"):
+            files[-1]["added"] += 1
+        elif files and line.startswith("-") and not line.startswith("---"):
+            files[-1]["deleted"] += 1
+    return files
+
+
+def verdict(state: str, red: list[str], verification: dict[str, Any] | None, error: dict[str, Any] | None) -> str:
+    if state == "verified":
+        if (verification or {}).get("proven"):
+            return ("verified and proven: the verify commands failed before the change and pass with it "
+                    "(bosun ran both), and every gate is green")
+        return "verified: bosun re-ran the verify commands itself and every gate is green"
+    if state == "rejected":
+        why = ", ".join(red) or "verification failed"
+        return f"rejected by bosun: {why}"
+    if state in ("failed", "blocked") and error:
+        return f"{state}: {error.get('message')}"
+    if state in ("approved", "integrated", "reported", "cleaned"):
+        return f"{state}"
+    return state
+
+
+def receipt(run: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+    metrics = read_json(run_dir(run["id"]) / "metrics.json", {}) or {}
+    est = metrics.get("parent") or {}
+    data = run.get("data") or {}
+    measured = metrics.get("parent_measured") or data.get("parent_measured")
+    return {
+        "worker_usage": full.get("usage"),
+        "worker_cost_usd": full.get("cost_usd"),
+        "parent_estimated": {k: est.get(k) for k in ("parent_direct_tokens", "parent_actual_tokens", "compression",
+                                                      "saving_usd")} if est else None,
+        "parent_measured": measured or {"measured": False, "reason": "measured when the review ends (approve, "
+                                                                      "integrate, discard or cancel)"},
+    }
+
+
+def compact_result(run: dict[str, Any], include_diff: bool = False, done: bool = True) -> dict[str, Any]:
+    full = run_result(run)
+    red = [g["code"] for g in full["gates"] if not g["ok"] and not g.get("waived")]
+    ver = full.get("verification")
+    commands = []
+    for c in (ver or {}).get("commands", []):
+        item: dict[str, Any] = {"argv": c.get("argv"), "exit_code": c.get("exit_code")}
+        if c.get("exit_code") != 0:
+            item["output_tail"] = (c.get("output_tail") or "")[-FAILED_TAIL_CHARS:]
+        commands.append(item)
+    diff_path = run_dir(run["id"]) / "diff.patch"
+    diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
+    final = full.get("final_message") or ""
+    out: dict[str, Any] = {
+        "id": run["id"],
+        "state": run["state"],
+        "done": done,
+        "title": run["title"],
+        "verdict": verdict(run["state"], red, ver, full.get("error")),
+        "profile": run["profile"],
+        "gates": {"green": sum(1 for g in full["gates"] if g["ok"]), "red": red,
+                  "details": [g for g in full["gates"] if not g["ok"]]},
+        "verification": None if ver is None else {"passed": ver.get("passed"), "commands": commands},
+        # The fail-to-pass proof: the verify commands failed on the start tree and pass on the change.
+        "proven": (ver or {}).get("proven"),
+        "proof": (ver or {}).get("proof"),
+        "files_changed": file_changes(diff_text),
+        "diff_sha256": full.get("diff_sha256"),
+        "final_message": final[:FINAL_MESSAGE_CHARS] + ("..." if len(final) > FINAL_MESSAGE_CHARS else ""),
+        "receipt": receipt(run, full),
+        "error": full.get("error"),
+        "merged_commit": full.get("merged_commit"),
+        "next": _NEXT.get(run["state"], "call wait again"),
+    }
+    for key in ("review", "unenforced"):
+        if full.get(key) is not None:
+            out[key] = full[key]
+    if include_diff:
+        out["diff"] = diff_text
+    return out

@@ -1,0 +1,274 @@
+"""``bosun mcp``: the MCP server (stdio). The only module that imports the MCP SDK.
+
+Every tool returns one JSON object as text, the same object the CLI prints with ``--json`` (``result``
+and ``wait`` return the compact answer of ``bosun.mcp.answer``). A failure is an MCP tool error whose
+text is ``{"error": {"code", "message", "hint"}}``; arguments the schema rejects come back the same
+way (code ``BAD_INPUT``), and nothing a caller sends stops the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from bosun.errors import BadInput, BosunError
+from bosun.mcp import ops
+
+INSTRUCTIONS = """\
+bosun hands bounded coding tasks to cheap worker agents in an isolated git worktree, then runs the
+task's verify commands itself and checks gates (locked paths, scope, deleted tests, secrets, size).
+Delegate a task when it is bounded and checkable by a command (a failing test to fix, a function to
+add with tests, a mechanical refactor); keep design decisions and vague work yourself. Flow:
+delegate -> wait (repeat while done is false) -> result -> approve -> integrate. Nothing lands on
+the user's branch without approve and integrate, and bosun never pushes."""
+
+DELEGATE = """\
+Hand a bounded, verifiable coding task to a cheap worker agent; returns a run id at once while the
+worker runs in the background (then call wait). bosun gives the worker an isolated git worktree,
+re-runs your `verify` commands itself (the worker's claims are never trusted) and checks gates, so a
+green result needs no line-by-line review. Delegate when the task is bounded (a few files) and
+checkable by a command: a failing test to make pass, a function with tests, a mechanical change. Do not
+delegate design decisions, vague goals or work without a way to verify it.
+`task` is the contract: {"title", "prompt" (what to change, name files and functions; say what must not
+change), "verify" (commands that FAIL before the fix and pass after, e.g. ["python -m pytest -q
+tests/test_x.py"]), "scope" (globs the worker may change), "locked" (globs it may not touch, e.g.
+["tests/**"]), "holdout" (globs of committed acceptance tests the worker never sees; bosun runs them),
+"acceptance" (criteria), "timeout_s", "profile"}. Or give `task_path` (YAML/JSON file)."""
+
+WAIT = """\
+Block until a delegated run is done, at most timeout_s seconds (default 45, capped at 55). Returns the
+compact result when the run is done, or {"state": ..., "done": false}: then call wait again. Sends
+progress notifications while it blocks."""
+
+RESULT = """\
+The compact answer for a run: verdict, gates (red ones explained), verification bosun ran itself
+(passed, failing output), files changed with line counts, the worker's final message and the receipt
+(worker tokens and cost; parent tokens estimated and, once the review ends, measured). A verified run
+was proven by bosun's own verification: read this instead of the diff. include_diff=true adds the diff."""
+
+TOOLS_DOC = {
+    "status": "The run's full state object (the same as `bosun show RUN --json`): state, gates, verification, usage, error.",
+    "diff": "The run's diff as bosun verified it (stat_only=true: only file and line counts). Usually unnecessary: "
+            "bosun ran the verification itself; call result first.",
+    "approve": "Approve a verified run: bosun refuses unless verification passed, every gate is green (or waived by "
+               "code with a reason) and the diff is unchanged since verification. Then call integrate.",
+    "integrate": "Land an approved run on the branch it started from: merged, re-verified on the merged result, "
+                 "fast-forwarded. Never pushes. Refuses (nothing changed) on a conflict with the user's work.",
+    "discard": "Throw a run away: stop its worker if running, remove its worktree and branch. Nothing lands.",
+    "cancel": "Stop a running worker and mark the run cancelled (its worktree stays until discard).",
+    "plan_run": "Run a plan of many tasks as a dependency graph (tasks with id, depends, owns); each task is "
+                "verified and merged into an integration branch, then the whole plan lands. Returns the plan id at "
+                "once; poll plan_status. `plan` is the plan object, or give `plan_path`.",
+    "plan_status": "A plan's state, its waves and every task's state, run and merge.",
+    "workers": "The worker profiles the user configured (adapter, model, tier, strengths), their cooldowns and "
+               "recent success rates: which `profile` to name in a task.",
+    "history": "Search past runs by words in their title and prompt (full-text), or list the latest: learn what was "
+               "delegated before and how it went.",
+    "savings": "Totals over past runs: worker tokens and cost, the parent tokens bosun estimated it saved, and the "
+               "parent tokens measured from the parent's own session log where it could be read.",
+}
+
+RunId = Annotated[str, Field(description="the run id delegate returned")]
+Repo = Annotated[str | None, Field(description="the git repository (default: the server's working directory)")]
+
+
+def _text(obj: Any, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=ops.to_text(obj))], is_error=error)
+
+
+def error_result(err: BosunError) -> CallToolResult:
+    return _text({"error": err.to_dict()}, error=True)
+
+
+class BosunMCP(MCPServer):
+    """Arguments the schema rejects come back as bosun's JSON error, like every other failure."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            return error_result(BosunError(f"internal error in {name}: {exc}", "this is a bug in bosun; the server "
+                                           "keeps running", code="INTERNAL"))
+        except ToolError as exc:
+            return error_result(BadInput(str(exc), f"see the input schema of {name!r} (list the tools)"))
+
+
+def build_server(default_repo: Path) -> MCPServer:
+    server = BosunMCP(name="bosun", instructions=INSTRUCTIONS)
+    home_repo = default_repo.resolve()
+
+    async def call(fn: Any, *args: Any) -> CallToolResult:
+        try:
+            out = await anyio.to_thread.run_sync(functools.partial(fn, *args))
+        except BosunError as err:
+            return error_result(err)
+        except Exception as exc:  # noqa: BLE001 - the server outlives any one failing call
+            return error_result(BosunError(f"{type(exc).__name__}: {exc}", "this is a bug in bosun; the server keeps "
+                                           "running", code="INTERNAL"))
+        return _text(out)
+
+    def repo_of(repo: str | None) -> Path:
+        return ops.repo_path(repo, home_repo)
+
+    def client_name(ctx: Context | None) -> str | None:
+        try:
+            params = ctx.session.client_params if ctx is not None else None  # type: ignore[union-attr]
+            return params.client_info.name if params is not None else None
+        except Exception:  # noqa: BLE001 - an older or newer SDK without client info: detect from env
+            return None
+
+    @server.tool(description=DELEGATE)
+    async def delegate(
+        task: Annotated[dict[str, Any] | None, Field(description="the task contract as an object")] = None,
+        task_path: Annotated[str | None, Field(description="path of a YAML/JSON task file")] = None,
+        profile: Annotated[str | None, Field(description="worker profile (see the workers tool); default: routing")] = None,
+        auto_approve: Annotated[bool, Field(description="approve and integrate at once when everything is green")] = False,
+        repo: Repo = None,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        name = client_name(ctx)
+
+        def go() -> dict[str, Any]:
+            from bosun.isolation.git import repo_root
+            from bosun.parents.meter import start
+
+            path = repo_of(repo)
+            contract = ops.load_task(task, task_path, path)
+            note = start([Path.cwd(), repo_root(path)], os.environ, name)
+            return ops.delegate(ops.ctx(), path, contract, profile, auto_approve, note, task_path)
+
+        return await call(go)
+
+    @server.tool(description=WAIT)
+    async def wait(
+        run_id: RunId,
+        timeout_s: Annotated[float, Field(description="seconds to block at most (capped at 55)")] = ops.WAIT_DEFAULT_S,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        try:
+            rid = ops.checked_run(run_id)
+        except BosunError as err:
+            return error_result(err)
+        limit = float(timeout_s) if math.isfinite(timeout_s) else ops.WAIT_DEFAULT_S
+        limit = min(max(limit, 0.0), ops.WAIT_CAP_S)
+        started = time.monotonic()
+        last: str | None = None
+
+        def look() -> tuple[dict[str, Any], bool]:
+            run = ops.ctx().store.require_run(rid)
+            return run, ops.is_done(run)
+
+        while True:
+            try:
+                run, done = await anyio.to_thread.run_sync(look)
+            except BosunError as err:
+                return error_result(err)
+            elapsed = time.monotonic() - started
+            if done:
+                from bosun.mcp.answer import compact_result
+
+                return await call(compact_result, run)
+            if elapsed >= limit:
+                return _text({"id": rid, "state": run["state"], "done": False, "waited_s": round(elapsed, 1),
+                              "next": "call wait again"})
+            if ctx is not None and run["state"] != last:
+                last = run["state"]
+                try:
+                    await ctx.report_progress(round(elapsed, 1), limit, f"run {rid} is {run['state']}")
+                except Exception:  # noqa: BLE001 - progress is best effort; the answer is what matters
+                    pass
+            await anyio.sleep(min(0.5, max(0.05, limit - elapsed)))
+
+    @server.tool(description=RESULT)
+    async def result(
+        run_id: RunId,
+        include_diff: Annotated[bool, Field(description="also return the full diff")] = False,
+    ) -> CallToolResult:
+        def go() -> dict[str, Any]:
+            from bosun.mcp.answer import compact_result
+
+            run = ops.ctx().store.require_run(ops.checked_run(run_id))
+            return compact_result(run, include_diff, done=ops.is_done(run))
+
+        return await call(go)
+
+    @server.tool(description=TOOLS_DOC["status"])
+    async def status(run_id: RunId) -> CallToolResult:
+        return await call(lambda: ops.run_json(ops.ctx(), ops.checked_run(run_id)))
+
+    @server.tool(description=TOOLS_DOC["diff"])
+    async def diff(run_id: RunId, stat_only: bool = False) -> CallToolResult:
+        return await call(lambda: ops.diff(ops.ctx(), ops.checked_run(run_id), stat_only))
+
+    @server.tool(description=TOOLS_DOC["approve"])
+    async def approve(
+        run_id: RunId,
+        waive: Annotated[list[str] | None, Field(description="red gate codes to accept")] = None,
+        reason: Annotated[str | None, Field(description="why the waived gates are acceptable (recorded)")] = None,
+        review: Annotated[dict[str, Any] | None, Field(description='{"verdict", "findings": [{"severity": "P0".."P3"}]}')] = None,
+    ) -> CallToolResult:
+        return await call(lambda: ops.approve(ops.ctx(), ops.checked_run(run_id), waive, reason, review))
+
+    @server.tool(description=TOOLS_DOC["integrate"])
+    async def integrate(run_id: RunId, reverify: bool = True) -> CallToolResult:
+        return await call(lambda: ops.integrate(ops.ctx(), ops.checked_run(run_id), reverify))
+
+    @server.tool(description=TOOLS_DOC["discard"])
+    async def discard(run_id: RunId) -> CallToolResult:
+        return await call(lambda: ops.discard(ops.ctx(), ops.checked_run(run_id)))
+
+    @server.tool(description=TOOLS_DOC["cancel"])
+    async def cancel(run_id: RunId) -> CallToolResult:
+        return await call(lambda: ops.cancel(ops.ctx(), ops.checked_run(run_id)))
+
+    @server.tool(description=TOOLS_DOC["plan_run"])
+    async def plan_run(
+        plan: Annotated[dict[str, Any] | None, Field(description="the plan object (title, tasks, defaults)")] = None,
+        plan_path: Annotated[str | None, Field(description="path of a plan file")] = None,
+        profile: str | None = None,
+        repo: Repo = None,
+    ) -> CallToolResult:
+        return await call(lambda: ops.plan_run(ops.ctx(), repo_of(repo), plan, plan_path, profile))
+
+    @server.tool(description=TOOLS_DOC["plan_status"])
+    async def plan_status(plan_id: Annotated[str, Field(description="the id plan_run returned")]) -> CallToolResult:
+        return await call(lambda: ops.plan_status(ops.ctx(), plan_id))
+
+    @server.tool(description=TOOLS_DOC["workers"])
+    async def workers(repo: Repo = None) -> CallToolResult:
+        return await call(lambda: ops.workers(repo_of(repo)))
+
+    @server.tool(description=TOOLS_DOC["history"])
+    async def history(
+        search: Annotated[str | None, Field(description="words to find in titles and prompts")] = None,
+        state: Annotated[str | None, Field(description="only runs in this state")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+    ) -> CallToolResult:
+        return await call(lambda: ops.history(ops.ctx(), search, state, limit))
+
+    @server.tool(description=TOOLS_DOC["savings"])
+    async def savings(repo: Repo = None, all_repos: bool = False) -> CallToolResult:
+        def go() -> dict[str, Any]:
+            from bosun.savings import totals
+
+            return totals(ops.ctx(), None if all_repos else repo_of(repo))
+
+        return await call(go)
+
+    return server
+
+
+def serve(repo: Path) -> int:
+    build_server(repo).run("stdio")
+    return 0
+

@@ -1,0 +1,76 @@
+"""``[notify]``: tell the user (or a script) when a run stops.
+
+``command`` is run with the run's ``--json`` result on stdin (no shell; it is the user's own program,
+from the user's config); ``bell`` rings the terminal when there is one; ``desktop`` calls
+``notify-send`` when it is installed. A notifier that fails never changes the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from bosun.errors import BosunError
+
+RUNNING = frozenset({"prepared", "working", "worked"})
+
+
+def notify_run(ctx: Any, run_id: str) -> list[str]:
+    """Notify about ``run_id`` if it stopped; returns what was done (for tests and logs)."""
+    try:
+        run = ctx.store.require_run(run_id)
+        cfg = ctx.settings(Path(run["repo"])).notify
+    except BosunError:
+        return []
+    if run["state"] in RUNNING or not (cfg.command or cfg.bell or cfg.desktop):
+        return []
+    from bosun.results import run_result
+
+    done: list[str] = []
+    result = run_result(run)
+    if cfg.command:
+        done.append(_run_command(cfg.command, result, Path(run["repo"]), cfg.timeout_s))
+    if cfg.bell:
+        done.append(_bell())
+    if cfg.desktop:
+        done.append(_desktop(run))
+    return done
+
+
+def _run_command(argv: list[str], result: dict[str, Any], cwd: Path, timeout_s: float) -> str:
+    from bosun.proc import run_quick
+
+    try:
+        res = run_quick(argv, cwd=cwd, input=json.dumps(result, default=str) + "\n", timeout=timeout_s)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"bosun: notify command {argv[0]!r} could not start: {exc}\n")
+        return "command: not started"
+    except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired and friends: never fail the run
+        sys.stderr.write(f"bosun: notify command {argv[0]!r} failed: {type(exc).__name__}\n")
+        return "command: failed"
+    return f"command: exit {res.returncode}"
+
+
+def _bell() -> str:
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write("\a")
+    except OSError:
+        return "bell: no terminal"
+    return "bell"
+
+
+def _desktop(run: dict[str, Any]) -> str:
+    from bosun.proc import run_quick
+
+    exe = shutil.which("notify-send")
+    if exe is None:
+        return "desktop: notify-send not installed"
+    try:
+        run_quick([exe, f"bosun: {run['state']}", f"{run['id']} {run['title']}"], timeout=10)
+    except Exception:  # noqa: BLE001 - a missing display must not fail the run
+        return "desktop: failed"
+    return "desktop"

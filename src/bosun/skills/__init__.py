@@ -1,0 +1,1 @@
+"""The on-ramp for parent agents: the playbook skill, the Claude Code plugin and MCP registration."""

@@ -1,0 +1,151 @@
+"""The playbook ``SKILL.md`` a parent agent reads: when to delegate, how to write a contract, how to
+read a result, when to escalate, and the worker table generated from the user's own profiles.
+
+Agent Skills frontmatter: ``name`` (1-64 chars: lowercase letters, digits, hyphens; equal to the
+directory name) and ``description`` (1-1024 chars); ``metadata`` is a string-to-string map.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SKILL_NAME = "bosun"
+
+DESCRIPTION = (
+    "Delegate bounded, verifiable coding tasks (make a failing test pass, add a function with its tests, a "
+    "mechanical refactor) to cheap worker agents through bosun, which runs them in an isolated git worktree, "
+    "re-runs the verify commands itself and lands a change only after approval. Use when a task is bounded "
+    "and checkable by a command and you would otherwise spend many tokens reading and editing files; not for "
+    "design decisions or vague goals."
+)
+
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+BODY = """\
+# Delegating coding work with bosun
+
+bosun gives a cheap worker agent an isolated git worktree, runs it locked down, then runs the task's
+`verify` commands **itself** and checks gates (locked paths, scope, deleted or skipped tests, secrets,
+binaries, size). Only a green, unchanged diff can be approved and merged; nothing is ever pushed.
+You spend a few hundred tokens on a contract and a result instead of reading and writing the files.
+
+## When to delegate
+
+- The task is bounded (a few files) and **checkable by a command**: a failing test to make pass, a
+  function to add together with its tests, a mechanical change (rename, migrate an API, add types).
+- You can name the files or functions, and what must not change.
+
+Do **not** delegate: design decisions, vague goals ("improve performance"), work whose only check is
+your judgement, changes to CI or test configuration (bosun locks those), or anything needing secrets.
+
+## Writing the contract
+
+```json
+{"title": "Fix paginate() dropping the last item",
+ "prompt": "tests/test_pages.py::test_last_page fails: paginate() in src/pages.py drops the last item. Fix src/pages.py. Do not change the tests.",
+ "verify": ["python -m pytest -q tests/test_pages.py"],
+ "scope": ["src/pages.py"],
+ "locked": ["tests/**"],
+ "holdout": ["tests/acceptance/test_pages_holdout.py"],
+ "acceptance": ["test_last_page passes", "no other behaviour changes"]}
+```
+
+- `verify`: commands that **fail before the fix and pass after**. Run them yourself first when you
+  can: a verify command that already passes proves nothing.
+- `holdout`: globs of committed acceptance tests the worker never sees; bosun adds them back only to
+  verify. Write the tests that judge the task, commit them, list them here and in `verify`.
+- `tests`: `keep` (no existing test may change), `extend` (the default: tests may be added and
+  edited, the originals still run), `rewrite` (behaviour changes on purpose).
+- `scope`: the globs the worker may change; `locked`: globs it may not touch.
+- One task, one concern. Split bigger work into a plan (`plan_run`) of tasks with `depends`.
+
+## The loop (MCP tools `mcp__bosun__*`; the same verbs exist as `bosun ... --json` in a shell)
+
+1. `delegate` with the contract: returns a run id at once.
+2. `wait` with the run id: blocks up to 45 s; while it returns `"done": false`, call it again.
+3. Read the compact result (`wait` returns it; `result` fetches it again).
+4. `approve`, then `integrate`: the change lands on the branch the run started from, re-verified.
+   Or `discard` it.
+
+## Reading a result
+
+- `verdict` "verified" means bosun ran your verify commands on the change and every gate is green.
+  If your verify commands really test the task, you need not read the diff: check `files_changed`
+  (the expected files, sensible line counts) and the worker's `final_message`, then approve.
+- `proven: true` is stronger: bosun also ran your verify commands on the tree before the change and
+  they failed there, so the change is what makes them pass (`proof` says it in a sentence).
+- Read the diff (`diff`) when files outside the expected ones changed, when the counts look wrong,
+  or when your verify commands cover only part of the task.
+- "rejected": `gates.red` names each refusal; a failed verify command carries its output tail.
+
+## When to escalate
+
+- Rejected twice for the same reason, or the worker says the task is unclear: do it yourself or
+  rewrite the contract (clearer prompt, tighter scope, better verify command).
+- `failed`/`blocked` (auth, quota, missing CLI): read `error.hint`; try another profile below.
+- Never approve with waivers you cannot justify to the user; waivers are recorded.
+
+## Workers configured here
+
+{workers}
+"""
+
+
+def worker_table(profiles: dict[str, Any], default: str | None) -> str:
+    """A markdown table of the configured profiles; never a profile the user did not configure."""
+    if not profiles:
+        return ("No worker profiles are configured where this skill was installed. Call the `workers` tool "
+                "(or `bosun workers --json`) in the repository: a repo's `bosun.toml` may define some.")
+    rows = ["| profile | adapter | model | tier | strengths |", "|---|---|---|---|---|"]
+    for name in sorted(profiles):
+        p = profiles[name]
+        mark = " (default)" if name == default else ""
+        rows.append(f"| `{name}`{mark} | {p.adapter} | {p.model or '-'} | {p.tier} | {', '.join(p.strengths) or '-'} |")
+    rows.append("")
+    rows.append("Name one with `profile` in the contract, or leave it out and let bosun route by the task's "
+                "`difficulty` and `domain`. Call `workers` for cooldowns and recent success rates.")
+    return "\n".join(rows)
+
+
+def render(settings: Any, version: str) -> str:
+    """The whole SKILL.md for these settings (deterministic: the same settings give the same bytes)."""
+    front = [
+        "---",
+        f"name: {SKILL_NAME}",
+        f"description: {DESCRIPTION}",
+        "metadata:",
+        '  generated-by: "bosun skill install"',
+        f'  bosun-version: "{version}"',
+        "---",
+        "",
+    ]
+    return "\n".join(front) + BODY.replace("{workers}", worker_table(settings.profiles, settings.default_profile))
+
+
+def parse_frontmatter(text: str) -> dict[str, Any]:
+    """The frontmatter as a mapping (YAML), or {} when the file has none."""
+    import yaml
+
+    m = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    if not m:
+        return {}
+    data = yaml.safe_load(m.group(1))
+    return data if isinstance(data, dict) else {}
+
+
+def frontmatter_problems(text: str, dir_name: str) -> list[str]:
+    """What breaks the Agent Skills rules (empty when the file is valid)."""
+    fm = parse_frontmatter(text)
+    problems = []
+    name, desc = fm.get("name"), fm.get("description")
+    if not isinstance(name, str) or not 1 <= len(name) <= 64 or not NAME_RE.match(name):
+        problems.append("name must be 1-64 lowercase letters, digits and single hyphens")
+    elif name != dir_name:
+        problems.append(f"name {name!r} differs from its directory {dir_name!r}")
+    if not isinstance(desc, str) or not 1 <= len(desc) <= 1024:
+        problems.append("description must be 1-1024 characters")
+    meta = fm.get("metadata")
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        problems.append("metadata must map strings to strings")
+    return problems

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bosun.changes import GateResult
-from bosun.gates import binary, outcome, paths, secrets, size, tests_weakened
+from bosun.gates import binary, outcome, paths, secrets, size, testharness, tests_weakened
 from bosun.gates.context import GateContext
 
 Gate = Callable[[GateContext], GateResult]
@@ -28,6 +28,7 @@ GATES: tuple[tuple[str, Gate], ...] = (
     (binary.SYMLINK_CHANGE, binary.check_symlinks),
     (secrets.SECRET_DETECTED, secrets.check_secrets),
     (tests_weakened.TEST_WEAKENED, tests_weakened.check_tests_weakened),
+    (testharness.TEST_HARNESS_CHANGED, testharness.check_test_harness),
     (outcome.SOURCE_CHANGED, outcome.check_source),
 )
 GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)

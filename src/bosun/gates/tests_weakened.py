@@ -1,21 +1,21 @@
 """TEST_WEAKENED: a change that makes the test suite check less.
 
-A worker told to make tests pass can do it by making them test less. This gate looks at test files
-only, and fails when
+A worker told to make tests pass can do it by making them test less. This gate reads every changed
+test file (test modules and the harness code beside them, see :mod:`.testpaths`) before and after:
 
-* a test file is deleted, or renamed to a path that is no longer a test file;
-* skip, xfail, todo or focus markers are added (more in the added lines than in the removed ones,
-  so rewording an existing ``@pytest.mark.skip(reason=...)`` is not an offence): ``pytest.mark.skip``
-  / ``skipif`` / ``xfail``, ``pytest.skip(``, ``unittest.skip*``, ``self.skipTest(``, ``SkipTest``;
-  ``it.skip(``, ``describe.skip(``, ``test.skip(``, ``test.todo``, ``xit(``, ``xdescribe(``, ``fit(``,
-  ``fdescribe(`` and ``.only(`` (focusing narrows the suite as surely as skipping);
-* a file has fewer assertions than before: ``assert`` statements, ``.assert*(`` calls (unittest and
-  mock), ``pytest.raises(`` / ``pytest.warns(``; ``expect(``, ``assert(`` and ``assert.*(`` in JS/TS;
-* a file declares fewer tests than before: ``def test*`` in Python, ``it(`` / ``test(`` in JS/TS.
+* Python semantically (:mod:`.pyfacts`, :mod:`.pytests`): the tests pytest/unittest collect, their
+  assertions and markers, so a same-named test appended with ``assert True``, an early ``return``
+  or a ``try/except AssertionError`` is caught even when the line counts go up;
+* JS/TS lightly (:mod:`.jstests`): ``it``/``test`` bodies, ``expect`` chains, plus the textual marker
+  tripwire for ``.skip``/``.only``/``xit``...;
+* other languages (Go, Rust, Java/Kotlin, Ruby) and Python that does not parse: the textual tripwire
+  (:mod:`.tripwire`);
+* test data under test directories (:mod:`.testdata`): deleted, emptied or shrunk.
 
-Test files: Python ``test_*.py``, ``*_test.py`` and any ``.py`` under a ``tests/`` or ``test/``
-directory; JS/TS ``*.test.*``, ``*.spec.*`` and any script under ``__tests__/``, ``tests/`` or
-``test/``. Counting is textual and skips comment lines; it is a tripwire for a reviewer, not a parser.
+A test file deleted or moved out of the suite fails, as does a deleted test, except where the test
+called a function or class the same change deletes from the code (its subject is gone). Findings
+that are honest as often as not (a changed expected value, changed test data) are listed for the
+reviewer in the detail without failing the gate.
 """
 
 from __future__ import annotations
@@ -23,103 +23,126 @@ from __future__ import annotations
 import re
 
 from bosun.changes import FileChange, GateResult
+from bosun.gates import jstests, pytests, testdata, tripwire
 from bosun.gates.context import GateContext, listing, plural
 from bosun.gates.diffparse import FileDiff
+from bosun.gates.pyfacts import read_file
+from bosun.gates.testpaths import is_js, is_python, is_test_file, is_test_module
 
 TEST_WEAKENED = "TEST_WEAKENED"
 
-_JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts")
-_PY_TEST_NAME = re.compile(r"test_.*\.py|.*_test\.py")
-_JS_TEST_NAME = re.compile(r".*\.(?:test|spec)\.[cm]?[jt]sx?")
-_PY_TEST_DIRS = frozenset({"tests", "test"})
-_JS_TEST_DIRS = frozenset({"tests", "test", "__tests__"})
+__all__ = ["TEST_WEAKENED", "check_tests_weakened", "is_test_file"]
 
-_PY_MARKERS = re.compile(
-    r"pytest\.mark\.(?:skip|skipif|xfail)\b"
-    r"|\bpytest\.(?:skip|xfail|importorskip)\s*\("
-    r"|\bunittest\.(?:skip|skipIf|skipUnless|expectedFailure)\b"
-    r"|^\s*@(?:skip|skipIf|skipUnless|expectedFailure|xfail)\b"
-    r"|\.skipTest\s*\("
-    r"|\bSkipTest\b"
+_PY_DEFS = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)", re.MULTILINE)
+_JS_DEFS = re.compile(
+    r"(?:function\*?\s+|class\s+|(?:const|let|var)\s+)([A-Za-z_$][\w$]*)"
+    r"|^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{",
+    re.MULTILINE,
 )
-_JS_MARKERS = re.compile(
-    r"(?<![\w.$])(?:it|test|describe|context|suite|specify)\.(?:skip|skipIf|todo|fails)\b"
-    r"|(?<![\w.$])(?:xit|xtest|xdescribe|xcontext|xspecify|fit|ftest|fdescribe)\s*\("
-    r"|\.only\s*\("
-)
-_PY_ASSERTS = re.compile(r"(?<![\w.])assert\b|\.assert\w*\s*\(|\bpytest\.(?:raises|warns)\s*\(")
-_JS_ASSERTS = re.compile(r"(?<![\w.$])(?:expect|assert)\s*\(|(?<![\w.$])assert\.\w+\s*\(")
-_PY_TESTS = re.compile(r"^\s*(?:async\s+)?def\s+test\w*\s*\(", re.MULTILINE)
-_JS_TESTS = re.compile(r"(?<![\w.$])(?:it|test)(?:\.\w+)*\s*\(")
-
-
-def is_test_file(path: str) -> bool:
-    *dirs, name = path.split("/")
-    if name.endswith(".py"):
-        return bool(_PY_TEST_NAME.fullmatch(name)) or any(d in _PY_TEST_DIRS for d in dirs)
-    if name.endswith(_JS_SUFFIXES):
-        return bool(_JS_TEST_NAME.fullmatch(name)) or any(d in _JS_TEST_DIRS for d in dirs)
-    return False
 
 
 def check_tests_weakened(ctx: GateContext) -> GateResult:
     diffs = {f.path: f for f in ctx.diff_files}
-    problems: list[str] = []
+    removed = removed_definitions(ctx)
+    refusals: list[str] = []
+    notes: list[str] = []
     judged = 0
     for change in ctx.changes:
-        old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
+        data = testdata.judge(change, ctx.base_text, ctx.new_text)
+        if data is not None:
+            refusals += data[0]
+            notes += data[1]
+            continue
+        old = _old_path(change)
         if not (is_test_file(old) or is_test_file(change.path)):
             continue
         judged += 1
-        problems += _file_problems(ctx, change, old, diffs.get(change.path))
-    if problems:
-        return GateResult(TEST_WEAKENED, False, f"tests weakened: {listing(problems)}")
+        found, noted = _file_findings(ctx, change, old, diffs.get(change.path), removed)
+        refusals += found
+        notes += noted
+    review = f"; for review: {listing(notes)}" if notes else ""
+    if refusals:
+        return GateResult(TEST_WEAKENED, False, f"tests weakened: {listing(refusals)}{review}")
     if not judged:
-        return GateResult(TEST_WEAKENED, True, "no test files changed")
-    return GateResult(TEST_WEAKENED, True, f"{plural(judged, 'test file')} changed, none weakened")
+        return GateResult(TEST_WEAKENED, True, f"no test files changed{review}")
+    return GateResult(TEST_WEAKENED, True, f"{plural(judged, 'test file')} changed, none weakened{review}")
 
 
-def _file_problems(ctx: GateContext, change: FileChange, old: str, fdiff: FileDiff | None) -> list[str]:
+def removed_definitions(ctx: GateContext) -> dict[str, str]:
+    """Functions and classes the change deletes from non-test code: name -> the file they were in.
+
+    A name defined in one changed file and still defined in another (a move) is not removed.
+    """
+    before: dict[str, str] = {}
+    after: set[str] = set()
+    for change in ctx.changes:
+        old = _old_path(change)
+        if is_test_file(old) or not (is_python(old) or is_js(old)):
+            continue
+        rx = _PY_DEFS if is_python(old) else _JS_DEFS
+        for name in _names(rx, ctx.base_text(old)):
+            before.setdefault(name, old)
+        if change.status[:1] != "D":
+            after |= _names(rx, ctx.new_text(change.path))
+    return {name: path for name, path in before.items() if name not in after}
+
+
+def _names(rx: re.Pattern[str], text: str | None) -> set[str]:
+    if not text:
+        return set()
+    return {g for m in rx.finditer(text) for g in m.groups() if g}
+
+
+def _old_path(change: FileChange) -> str:
+    return change.old_path if change.status[:1] == "R" and change.old_path else change.path
+
+
+def _file_findings(
+    ctx: GateContext, change: FileChange, old: str, fdiff: FileDiff | None, removed: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    deleted = change.status[:1] == "D"
+    if not deleted and is_test_file(old) and not is_test_file(change.path):
+        return [f"{old} moved out of the tests to {change.path}"], []
+    before = ctx.base_text(old) if change.status[:1] != "A" else None
+    after = None if deleted else ctx.new_text(change.path)
+    if is_python(change.path) or (deleted and is_python(old)):
+        found = _python(change.path, before, after, removed)
+        if found is not None:
+            return _whole_file(change, *found)
+    elif is_js(change.path):
+        refusals, notes = jstests.compare(
+            change.path, jstests.read_tests(before or ""), jstests.read_tests(after or ""), removed
+        )
+        return _whole_file(change, refusals + tripwire.added_markers(change.path, tripwire.JS, fdiff), notes)
+    return _textual(change, fdiff, before, after), []
+
+
+def _whole_file(change: FileChange, refusals: list[str], notes: list[str]) -> tuple[list[str], list[str]]:
+    """A deleted file is one finding, not one per test it held."""
+    if change.status[:1] == "D" and refusals:
+        return [f"{change.path} deleted ({plural(len(refusals), 'test')} lost)"], notes
+    return refusals, notes
+
+
+def _python(
+    path: str, before: str | None, after: str | None, removed: dict[str, str]
+) -> tuple[list[str], list[str]] | None:
+    """The semantic comparison, or None when a side does not parse (the tripwire then judges)."""
+    collect = is_test_module(path)
+    old_facts = read_file(before, collect) if before is not None else None
+    new_facts = read_file(after, collect) if after is not None else None
+    if (before is not None and old_facts is None) or (after is not None and new_facts is None):
+        return None
+    return pytests.compare(path, old_facts, new_facts, removed)
+
+
+def _textual(change: FileChange, fdiff: FileDiff | None, before: str | None, after: str | None) -> list[str]:
     if change.status[:1] == "D":
-        return [f"{change.path} deleted"] if is_test_file(change.path) else []
-    if is_test_file(old) and not is_test_file(change.path):
-        return [f"{old} moved out of the tests to {change.path}"]
-    problems = _added_markers(change.path, fdiff) if fdiff else []
-    before, after = ctx.base_text(old), ctx.new_text(change.path)
-    if before is None or after is None:
-        return problems  # new, binary or unreadable: nothing to compare
-    js = change.path.endswith(_JS_SUFFIXES)
-    for what, rx in (
-        ("assertions", _JS_ASSERTS if js else _PY_ASSERTS),
-        ("tests", _JS_TESTS if js else _PY_TESTS),
-    ):
-        n_before, n_after = _count(rx, before, js), _count(rx, after, js)
-        if n_after < n_before:
-            problems.append(f"{change.path} has fewer {what} ({n_before} before, {n_after} after)")
+        return [f"{change.path} deleted"]
+    lang = tripwire.language(change.path)
+    if lang is None:
+        return []
+    problems = tripwire.added_markers(change.path, lang, fdiff)
+    if before is not None and after is not None:
+        problems += tripwire.fewer(change.path, lang, before, after)
     return problems
-
-
-def _added_markers(path: str, fdiff: FileDiff) -> list[str]:
-    rx = _JS_MARKERS if path.endswith(_JS_SUFFIXES) else _PY_MARKERS
-    js = rx is _JS_MARKERS
-    added = [
-        (no, m.group(0).strip())
-        for no, text in fdiff.added
-        if not _is_comment(text, js)
-        for m in rx.finditer(text)
-    ]
-    removed = sum(len(rx.findall(text)) for _, text in fdiff.removed if not _is_comment(text, js))
-    if len(added) <= removed:
-        return []  # markers moved or reworded, not added
-    return [f"{path}:{no} adds {marker}" for no, marker in added]
-
-
-def _count(rx: re.Pattern[str], text: str, js: bool) -> int:
-    return sum(len(rx.findall(line)) for line in text.splitlines() if not _is_comment(line, js))
-
-
-def _is_comment(line: str, js: bool) -> bool:
-    stripped = line.lstrip()
-    if js:
-        return stripped.startswith(("//", "/*", "*"))
-    return stripped.startswith("#")

@@ -1,0 +1,152 @@
+"""Comparing a Python test file before and after a change, on the facts :mod:`.pyfacts` reads.
+
+A refusal says what the worker did, in words, with the file, line and test name:
+
+* a test pytest/unittest collected before is gone (unless it was renamed with its body intact, or it
+  called a function the same change deletes), or is no longer collected;
+* a later definition shadows an existing test (the last definition wins at import time);
+* an assertion that cannot fail appears (``assert True``, ``assert x == x``, ``assertTrue(True)``);
+* an assertion now sits in a ``try`` (or ``suppress``) that swallows ``AssertionError``/``Exception``;
+* a function returns or skips itself before its first assertion, or a test's body became ``pass``;
+* a function checks less than before (fewer live assertions), or a parametrized test lost cases;
+* a skip/xfail marker is added. The exception: a *new* test may skip itself when an optional module
+  or binary is missing (``importorskip``, ``skipif(shutil.which(...) is None)``, ``except ImportError``)
+  when its file already had such skips, or is new;
+* a module-level skip or a ``load_tests`` hook is added.
+
+Changed expected literals in existing assertions and changed parametrize rows are *notes* for the
+reviewer: fixing a wrong expectation is honest, and the held-out original tests judge it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+from bosun.gates.context import plural
+from bosun.gates.pyfacts import Check, Func, Marker, PyFile
+
+
+def compare(
+    path: str, before: PyFile | None, after: PyFile | None, removed: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """(refusals, notes) for one file; ``before``/``after`` None: the file is new/deleted.
+
+    ``removed`` maps names the change deletes from the code (functions, classes) to where they were.
+    """
+    base, new = before or PyFile(), after or PyFile()
+    refusals: list[str] = []
+    notes: list[str] = []
+    renamed = _renames(base.tests, new.tests)
+    for name, lost in base.tests.items():
+        if name in new.tests or name in renamed:
+            continue
+        gone = sorted(lost.calls & removed.keys())
+        if gone:
+            notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
+        elif name in new.funcs:
+            refusals.append(f"{path}:{new.funcs[name].line} {name} is no longer collected as a test")
+        else:
+            refusals.append(f"{path}: {name} (was line {lost.line}) deleted")
+    known = {name for name, _, _ in base.shadowed}
+    for name, first, later in new.shadowed:
+        if name not in known:
+            refusals.append(f"{path}:{later} redefines {name} of line {first}: only the later one runs")
+    old_name = {new_name: old for old, new_name in renamed.items()}
+    allow_optional = before is None or base.has_optional_skips
+    for name, func in new.funcs.items():
+        old = base.funcs.get(name) or base.funcs.get(old_name.get(name, ""))
+        refusals += _func_refusals(path, func, old, allow_optional)
+        notes += _func_notes(path, func, old)
+    for marker in _added(base.module_markers, new.module_markers):
+        if not (marker.optional and before is None):
+            refusals.append(f"{path}:{marker.line} adds a module-wide skip `{marker.text}`")
+    if new.load_tests and not base.load_tests:
+        refusals.append(f"{path}: adds load_tests(), which decides which tests unittest runs")
+    return refusals, notes
+
+
+def _renames(old_tests: dict[str, Func], new_tests: dict[str, Func]) -> dict[str, str]:
+    """Old name -> new name for tests renamed with their body (and decorators) intact."""
+    fresh = {f.fingerprint: name for name, f in new_tests.items() if name not in old_tests}
+    return {
+        name: fresh[f.fingerprint] for name, f in old_tests.items() if name not in new_tests and f.fingerprint in fresh
+    }
+
+
+def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool) -> list[str]:
+    where = f"{path}:{{}} {func.name}"
+    out: list[str] = []
+    for c in _added_checks(func.checks, old.checks if old else [], lambda c: c.trivial):
+        out.append(f"{where.format(c.line)}: `{c.text}` cannot fail")
+    for c in _added_checks(func.checks, old.checks if old else [], lambda c: bool(c.swallowed)):
+        out.append(f"{where.format(c.line)}: `{c.text}` sits in a try whose {c.swallowed} swallows its failure")
+    dead = [c for c in func.checks if c.dead]
+    if func.exit and not (old and old.exit) and (dead or (func.is_test and func.exit_first)):
+        line, text = func.exit
+        verb = "skips itself" if "skip" in text.lower() else "returns"
+        out.append(f"{where.format(line)} {verb} before its first assertion (`{text}`)")
+    if func.is_test and func.empty and not (old and old.empty):
+        out.append(f"{where.format(func.line)} has an empty body")
+    if old and not out and len(func.live) < len(old.live):
+        out.append(f"{where.format(func.line)} checks less ({plural(len(old.live), 'assertion')} before, {len(func.live)} after)")
+    for marker in _added(old.markers if old else [], func.markers):
+        if not (marker.optional and old is None and allow_optional):
+            out.append(f"{where.format(marker.line)} adds `{marker.text}`")
+    if old and old.cases is not None and func.cases is not None and len(func.cases) < len(old.cases):
+        out.append(
+            f"{where.format(func.line)} has fewer parametrized cases ({len(old.cases)} before, {len(func.cases)} after)"
+        )
+    return out
+
+
+def _func_notes(path: str, func: Func, old: Func | None) -> list[str]:
+    if old is None:
+        return []
+    notes: list[str] = []
+    before = _expectations(old.checks)
+    for key, (line, values) in _expectations(func.checks).items():
+        if key in before and values != before[key][1]:
+            subject = key.split(" ", 1)[1]
+            was, now = ", ".join(sorted(before[key][1])), ", ".join(sorted(values))
+            notes.append(f"{path}:{line} {func.name} changes an expected value: {subject} {was} -> {now}")
+    if old.cases is not None and func.cases is not None and len(func.cases) >= len(old.cases):
+        changed = len(set(old.cases) - set(func.cases))
+        if changed:
+            notes.append(f"{path}:{func.line} {func.name} changes {changed} of its parametrized cases")
+    return notes
+
+
+def _expectations(checks: list[Check]) -> dict[str, tuple[int, set[str]]]:
+    out: dict[str, tuple[int, set[str]]] = {}
+    for c in checks:
+        if c.expect:
+            key, value = c.expect
+            line, values = out.setdefault(key, (c.line, set()))
+            values.add(value)
+    return out
+
+
+def _added_checks(new: list[Check], old: list[Check], pick: Callable[[Check], bool]) -> list[Check]:
+    """Checks in ``new`` matching ``pick`` beyond those ``old`` already had (by text)."""
+    had = Counter(c.text for c in old if pick(c))
+    out: list[Check] = []
+    for c in new:
+        if pick(c):
+            if had[c.text]:
+                had[c.text] -= 1
+            else:
+                out.append(c)
+    return out
+
+
+def _added(old: list[Marker], new: list[Marker]) -> list[Marker]:
+    """Markers in ``new`` beyond those in ``old``, compared without their reasons."""
+    had = Counter(m.key for m in old)
+    out: list[Marker] = []
+    for m in new:
+        if had[m.key]:
+            had[m.key] -= 1
+        else:
+            out.append(m)
+    return out

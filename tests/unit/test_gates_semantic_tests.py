@@ -153,6 +153,27 @@ class TestEvasions:
         )
         passed(weakened(after))
 
+    @pytest.mark.parametrize(
+        "patch",
+        [
+            "    monkeypatch.setattr(calc, 'add', lambda a, b: 5)\n",
+            "    monkeypatch.setattr('calc.add', lambda a, b: 5)\n",
+            "    calc.add = lambda a, b: 5\n",
+        ],
+    )
+    def test_replacing_the_function_the_test_checks(self, patch: str) -> None:
+        before = "import calc\n\n\ndef test_add(monkeypatch):\n    assert calc.add(2, 3) == 5\n"
+        after = before.replace("    assert", patch + "    assert")
+        refused(weakened(after, before), "test_add replaces calc.add and then checks it")
+
+    def test_patching_a_dependency_of_the_checked_function_is_honest(self) -> None:
+        before = "import calc\n\n\ndef test_add(monkeypatch):\n    assert calc.add(2, 3) == 5\n"
+        after = before.replace("    assert", "    monkeypatch.setattr(calc, 'log', print)\n    assert")
+        passed(weakened(after, before))
+
+    def test_asserting_that_an_import_exists(self) -> None:
+        refused(weakened(PY.replace("assert add(2, 3) == 5", "assert add is not None")), "`assert add is not None` cannot fail")
+
     def test_helper_made_hollow(self) -> None:
         before = PY + "\n\ndef check_add(a, b, c):\n    assert add(a, b) == c\n\n\ndef test_more():\n    check_add(1, 1, 2)\n"
         refused(weakened(before.replace("    assert add(a, b) == c", "    assert True"), before), "check_add", "cannot fail")

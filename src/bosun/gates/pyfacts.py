@@ -50,6 +50,7 @@ class Check:
     swallowed: str = ""  # what swallows its failure ("except Exception"), or ""
     dead: bool = False  # after an unconditional return or skip
     expect: tuple[str, str] | None = None  # (what is checked, the literal it must equal)
+    calls: frozenset[str] = frozenset()  # dotted names the assertion calls
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Func:
     markers: list[Marker] = field(default_factory=list)
     calls: frozenset[str] = frozenset()
     fingerprint: str = ""
+    self_patched: list[tuple[int, str]] = field(default_factory=list)  # (line, target) patched, then checked
     cases: list[str] | None = None  # rows of a literal @pytest.mark.parametrize
 
     @property
@@ -197,6 +199,7 @@ class _Reader:
         self.out = PyFile()
         self.testcase_classes: set[str] = set()
         self.optional_names = _optional_names(tree)
+        self.bound = _bound_names(tree) - self.optional_names
         self.helpers_with_checks: set[str] = set()
         self._pending: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool, list[ast.expr]]] = []
 
@@ -289,6 +292,10 @@ class _Reader:
         func.calls = frozenset(last_name(n.func) for s in body for n in ast.walk(s) if isinstance(n, ast.Call))
         func.fingerprint = "|".join(ast.dump(n) for n in [*node.decorator_list, *body])
         func.cases = _cases(node.decorator_list)
+        targets = _patch_targets([*node.decorator_list, *body])
+        func.self_patched = [
+            (c.line, t) for c in func.live for t in targets if any(_same_target(t, call) for call in c.calls)
+        ]
         return func
 
     def _checks(self, body: list[ast.stmt]) -> list[Check]:
@@ -317,13 +324,15 @@ class _Reader:
         check = self._check(node)
         if check is not None:
             text, trivial, expect = check
-            found.append(Check(getattr(node, "lineno", 0), text, trivial, swallowed, False, expect))
+            calls = frozenset(dotted(n.func) for n in ast.walk(node) if isinstance(n, ast.Call))
+            found.append(Check(getattr(node, "lineno", 0), text, trivial, swallowed, False, expect, calls))
         for child in ast.iter_child_nodes(node):
             self._collect(child, swallowed, found)
 
     def _check(self, node: ast.AST) -> tuple[str, bool, tuple[str, str] | None] | None:
         if isinstance(node, ast.Assert):
-            return _snippet(node), _assert_trivial(node.test), _expectation(node.test)
+            trivial = _assert_trivial(node.test) or _about_a_definition(node.test, self.bound)
+            return _snippet(node), trivial, _expectation(node.test)
         if isinstance(node, ast.Raise) and node.exc is not None and last_name(node.exc) == "AssertionError":
             return _snippet(node), False, None
         if not isinstance(node, ast.Call):
@@ -487,6 +496,48 @@ def _optional_names(tree: ast.Module) -> set[str]:
             if any(isinstance(n, ast.Call) and last_name(n.func) in _PROBES for n in ast.walk(stmt.value)):
                 names |= set(_assigned_names(stmt))
     return names
+
+
+def _patch_targets(nodes: list[ast.AST]) -> set[str]:
+    """Dotted names a test replaces: ``monkeypatch.setattr(mod, "f", ...)``, ``patch("pkg.mod.f")``,
+    ``mod.f = ...``."""
+    targets: set[str] = set()
+    for n in (sub for node in nodes for sub in ast.walk(node)):
+        if isinstance(n, ast.Assign):
+            targets |= {dotted(t) for t in n.targets if isinstance(t, ast.Attribute)}
+        if not (isinstance(n, ast.Call) and n.args and last_name(n.func) in {"setattr", "patch", "object"}):
+            continue
+        first, second = n.args[0], n.args[1] if len(n.args) > 1 else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            targets.add(first.value)
+        elif isinstance(second, ast.Constant) and isinstance(second.value, str) and dotted(first):
+            targets.add(f"{dotted(first)}.{second.value}")
+    return targets - {""}
+
+
+def _same_target(target: str, call: str) -> bool:
+    return "." in call and (target == call or target.endswith("." + call))
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """Names bound at module level to an import, a function or a class: never None, always true."""
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in stmt.names if a.name != "*"}
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+    return names
+
+
+def _about_a_definition(test: ast.expr, bound: set[str]) -> bool:
+    """``assert URL``, ``assert URL is not None``, ``assert callable(add)``: true whatever the code does."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        if isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            test = test.left
+    elif isinstance(test, ast.Call) and dotted(test.func) == "callable" and len(test.args) == 1:
+        test = test.args[0]
+    return isinstance(test, ast.Name) and test.id in bound
 
 
 def _assert_trivial(test: ast.expr) -> bool:

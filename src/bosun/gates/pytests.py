@@ -81,6 +81,10 @@ def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool
         out.append(f"{where.format(c.line)}: `{c.text}` cannot fail")
     for c in _added_checks(func.checks, old.checks if old else [], lambda c: bool(c.swallowed)):
         out.append(f"{where.format(c.line)}: `{c.text}` sits in a try whose {c.swallowed} swallows its failure")
+    had = {t for _, t in old.self_patched} if old else set()
+    for line, target in func.self_patched:
+        if target not in had:
+            out.append(f"{where.format(line)} replaces {target} and then checks it")
     dead = [c for c in func.checks if c.dead]
     if func.exit and not (old and old.exit) and (dead or (func.is_test and func.exit_first)):
         line, text = func.exit
@@ -88,16 +92,23 @@ def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool
         out.append(f"{where.format(line)} {verb} before its first assertion (`{text}`)")
     if func.is_test and func.empty and not (old and old.empty):
         out.append(f"{where.format(func.line)} has an empty body")
-    if old and not out and len(func.live) < len(old.live):
-        out.append(f"{where.format(func.line)} checks less ({plural(len(old.live), 'assertion')} before, {len(func.live)} after)")
+    fewer_cases = old and old.cases is not None and func.cases is not None and len(func.cases) < len(old.cases)
+    if old and fewer_cases:
+        out.append(
+            f"{where.format(func.line)} has fewer parametrized cases ({len(old.cases or ())} before, {len(func.cases or ())} after)"
+        )
+    elif old and not out and _weight(func) < _weight(old):
+        was, now = _weight(old), _weight(func)
+        out.append(f"{where.format(func.line)} checks less ({plural(was, 'assertion')} before, {now} after)")
     for marker in _added(old.markers if old else [], func.markers):
         if not (marker.optional and old is None and allow_optional):
             out.append(f"{where.format(marker.line)} adds `{marker.text}`")
-    if old and old.cases is not None and func.cases is not None and len(func.cases) < len(old.cases):
-        out.append(
-            f"{where.format(func.line)} has fewer parametrized cases ({len(old.cases)} before, {len(func.cases)} after)"
-        )
     return out
+
+
+def _weight(func: Func) -> int:
+    """Live assertions times parametrized cases: folding three asserts into three cases is no loss."""
+    return len(func.live) * max(1, len(func.cases or ()))
 
 
 def _func_notes(path: str, func: Func, old: Func | None) -> list[str]:

@@ -321,6 +321,16 @@ class TestDeletions:
         change = Change().file("src/calc.js", js_src, "").file("web/calc.test.ts", JS, after)
         passed(check_tests_weakened(change.ctx()), "test 'negative' removed with add from src/calc.js")
 
+    def test_tests_under_a_module_level_if_are_collected(self) -> None:
+        before = "import sys\n\nif sys.platform != 'win32':\n    def test_posix():\n        assert add(1, 2) == 3\n"
+        refused(weakened(before.replace("assert add(1, 2) == 3", "assert True"), before), "test_posix", "cannot fail")
+
+    def test_deleted_files_whose_tests_cannot_be_read_are_refused(self) -> None:
+        dynamic = "for n in range(3):\n    globals()[f'test_{n}'] = lambda: None\n"
+        refused(check_tests_weakened(Change().file("tests/test_gen.py", dynamic, None).ctx()), "tests/test_gen.py deleted")
+        odd = "describe('x', function () { it(title, body); });\n"
+        refused(check_tests_weakened(Change().file("web/x.test.js", odd, None).ctx()), "web/x.test.js deleted")
+
     def test_renamed_test_with_its_body_intact(self) -> None:
         passed(weakened(PY.replace("def test_sub", "def test_subtracts")))
 

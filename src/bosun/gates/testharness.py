@@ -30,7 +30,7 @@ from functools import cache
 
 from bosun.changes import FileChange, GateResult
 from bosun.gates.context import GateContext, listing
-from bosun.gates.pyfacts import dotted
+from bosun.gates.pynodes import dotted
 from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module
 
 TEST_HARNESS_CHANGED = "TEST_HARNESS_CHANGED"
@@ -202,17 +202,27 @@ def _writes_sys_modules(node: ast.AST) -> bool:
 
 
 def _project_probe(ctx: GateContext) -> Callable[[str], bool]:
-    """Whether a top-level module name is the repository's own code (start tree or change)."""
+    """Whether a top-level module name is the repository's own code (start tree or change).
+
+    Looked for at the repository root and beside each test directory the change touches (a
+    monorepo's ``pkg/tests`` imports from ``pkg/``), each with the flat, ``src/`` and ``lib/``
+    layouts: a few reads of the start tree per patched name, cached.
+    """
     changed = {c.path for c in ctx.changes} | {c.old_path for c in ctx.changes if c.old_path}
-    prefixes = sorted({"/".join(p.split("/")[:i]) for p in changed for i in range(p.count("/") + 1)})
+    roots = {""}
+    for path in changed:
+        parts = path.split("/")
+        cut = next((i for i, d in enumerate(parts[:-1]) if d in TEST_DIRS), None)
+        if cut:
+            roots.add("/".join(parts[:cut]))
 
     @cache
     def probe(top: str) -> bool:
-        for prefix in prefixes[:20]:
+        for root in sorted(roots)[:5]:
             for layout in ("", "src/", "lib/"):
-                base = f"{prefix}/{layout}{top}" if prefix else f"{layout}{top}"
+                base = f"{root}/{layout}{top}" if root else f"{layout}{top}"
                 for candidate in (f"{base}.py", f"{base}/__init__.py"):
-                    if candidate in changed or ctx.base_text(candidate) is not None or ctx.new_text(candidate):
+                    if candidate in changed or ctx.new_text(candidate) is not None or ctx.base_text(candidate) is not None:
                         return True
         return False
 

@@ -109,7 +109,8 @@ def _file_findings(
         found = _python(change.path, before, after, removed)
         if found is not None:
             return _whole_file(change, *found)
-    elif is_js(change.path):
+    elif is_js(change.path) and not (deleted and not jstests.read_tests(before or "")):
+        # (A deleted file in which no test block could be found is judged by the tripwire: deleted.)
         refusals, notes = jstests.compare(
             change.path, jstests.read_tests(before or ""), jstests.read_tests(after or ""), removed
         )
@@ -133,6 +134,8 @@ def _python(
     new_facts = read_file(after, collect) if after is not None else None
     if (before is not None and old_facts is None) or (after is not None and new_facts is None):
         return None
+    if after is None and collect and old_facts is not None and not old_facts.tests:
+        return None  # a deleted test module without a test we could read: the tripwire says "deleted"
     return pytests.compare(path, old_facts, new_facts, removed)
 
 

@@ -331,6 +331,12 @@ class TestDeletions:
         odd = "describe('x', function () { it(title, body); });\n"
         refused(check_tests_weakened(Change().file("web/x.test.js", odd, None).ctx()), "web/x.test.js deleted")
 
+    def test_test_moved_to_another_file(self) -> None:
+        sub_test = "\n\ndef test_sub():\n    assert sub(5, 3) == 2\n    assert sub(0, 1) == -1\n"
+        after = PY.split("\n\ndef test_sub")[0] + "\n"
+        change = Change().file("tests/test_calc.py", PY, after).file("tests/test_sub.py", None, "from calc import sub\n" + sub_test)
+        passed(check_tests_weakened(change.ctx()), "tests/test_calc.py: test_sub moved to tests/test_sub.py")
+
     def test_renamed_test_with_its_body_intact(self) -> None:
         passed(weakened(PY.replace("def test_sub", "def test_subtracts")))
 

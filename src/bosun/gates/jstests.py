@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from bosun.gates.context import plural
 
@@ -43,7 +44,15 @@ class JsTest:
     fingerprint: str = ""
 
 
+def added_tests(path: str, before: dict[str, JsTest], after: dict[str, JsTest]) -> dict[str, str]:
+    """Fingerprint -> ``path`` for each test ``after`` has and ``before`` had not (by body)."""
+    had = {t.fingerprint for t in before.values()}
+    return {t.fingerprint: path for t in after.values() if t.fingerprint not in had}
+
+
+@lru_cache(maxsize=64)
 def read_tests(text: str) -> dict[str, JsTest]:
+    """The test blocks of a file by title (cached: the gate reads each text more than once)."""
     code = mask(text)
     tests: dict[str, JsTest] = {}
     seen: Counter[str] = Counter()
@@ -237,9 +246,16 @@ def _swallowed(text: str, body: str, start: int) -> list[tuple[int, str]]:
 
 
 def compare(
-    path: str, before: dict[str, JsTest], after: dict[str, JsTest], removed: Mapping[str, str]
+    path: str,
+    before: dict[str, JsTest],
+    after: dict[str, JsTest],
+    removed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """(refusals, notes) for one JS/TS test file; an empty mapping stands for an absent file."""
+    """(refusals, notes) for one JS/TS test file; an empty mapping stands for an absent file.
+
+    ``moved``: fingerprints of tests the change adds to other files -> those files."""
+    moved = moved or {}
     refusals: list[str] = []
     notes: list[str] = []
     fresh = {t.fingerprint: k for k, t in after.items() if k not in before}
@@ -248,7 +264,9 @@ def compare(
         if key in after or key in renamed:
             continue
         gone = sorted(gone_test.calls & removed.keys())
-        if gone:
+        if moved.get(gone_test.fingerprint, path) != path:
+            notes.append(f"{path}: test '{key}' moved to {moved[gone_test.fingerprint]}")
+        elif gone:
             notes.append(f"{path}: test '{key}' removed with {gone[0]} from {removed[gone[0]]}, which the change deletes")
         else:
             refusals.append(f"{path}: test '{key}' (line {gone_test.line}) deleted")

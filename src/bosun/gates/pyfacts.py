@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from bosun.gates.pynodes import (
     CHECK_CONTEXTS,
@@ -106,11 +107,12 @@ class PyFile:
         )
 
 
+@lru_cache(maxsize=64)
 def read_file(text: str, collect: bool = True) -> PyFile | None:
     """The facts of one file, or None when it does not parse.
 
     ``collect`` False reads a harness module (conftest, helpers): pytest collects no tests from it,
-    but its functions' assertions still count.
+    but its functions' assertions still count. Cached: the gate reads each text more than once.
     """
     try:
         tree = ast.parse(text)

@@ -28,12 +28,18 @@ from bosun.gates.pyfacts import Check, Func, Marker, PyFile
 
 
 def compare(
-    path: str, before: PyFile | None, after: PyFile | None, removed: Mapping[str, str]
+    path: str,
+    before: PyFile | None,
+    after: PyFile | None,
+    removed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(refusals, notes) for one file; ``before``/``after`` None: the file is new/deleted.
 
-    ``removed`` maps names the change deletes from the code (functions, classes) to where they were.
+    ``removed`` maps names the change deletes from the code (functions, classes) to where they were;
+    ``moved`` maps the fingerprints of tests the change adds to other files to those files.
     """
+    moved = moved or {}
     base, new = before or PyFile(), after or PyFile()
     refusals: list[str] = []
     notes: list[str] = []
@@ -42,7 +48,9 @@ def compare(
         if name in new.tests or name in renamed:
             continue
         gone = sorted(lost.calls & removed.keys())
-        if gone:
+        if moved.get(lost.fingerprint, path) != path:
+            notes.append(f"{path}: {name} moved to {moved[lost.fingerprint]}")
+        elif gone:
             notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
         elif name in new.funcs:
             refusals.append(f"{path}:{new.funcs[name].line} {name} is no longer collected as a test")
@@ -64,6 +72,12 @@ def compare(
     if new.load_tests and not base.load_tests:
         refusals.append(f"{path}: adds load_tests(), which decides which tests unittest runs")
     return refusals, notes
+
+
+def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:
+    """Fingerprint -> ``path`` for each test ``after`` has and ``before`` had not (by body)."""
+    had = {f.fingerprint for f in (before or PyFile()).tests.values()}
+    return {f.fingerprint: path for f in (after or PyFile()).tests.values() if f.fingerprint not in had}
 
 
 def _renames(old_tests: dict[str, Func], new_tests: dict[str, Func]) -> dict[str, str]:

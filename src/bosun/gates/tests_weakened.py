@@ -44,6 +44,7 @@ _JS_DEFS = re.compile(
 def check_tests_weakened(ctx: GateContext) -> GateResult:
     diffs = {f.path: f for f in ctx.diff_files}
     removed = removed_definitions(ctx)
+    moved = tests_added(ctx)
     refusals: list[str] = []
     notes: list[str] = []
     judged = 0
@@ -57,7 +58,7 @@ def check_tests_weakened(ctx: GateContext) -> GateResult:
         if not (is_test_file(old) or is_test_file(change.path)):
             continue
         judged += 1
-        found, noted = _file_findings(ctx, change, old, diffs.get(change.path), removed)
+        found, noted = _file_findings(ctx, change, old, diffs.get(change.path), removed, moved)
         refusals += found
         notes += noted
     review = f"; for review: {listing(notes)}" if notes else ""
@@ -87,6 +88,27 @@ def removed_definitions(ctx: GateContext) -> dict[str, str]:
     return {name: path for name, path in before.items() if name not in after}
 
 
+def tests_added(ctx: GateContext) -> dict[str, str]:
+    """Tests the change adds, by body fingerprint, to the file they are added to: a test deleted
+    from one file and added to another with the same body was moved, not deleted."""
+    added: dict[str, str] = {}
+    for change in ctx.changes:
+        if change.status[:1] == "D" or not is_test_module(change.path):
+            continue
+        old = _old_path(change)
+        before = ctx.base_text(old) if change.status[:1] != "A" else None
+        after = ctx.new_text(change.path)
+        if after is None:
+            continue
+        if is_python(change.path):
+            new_facts, old_facts = read_file(after), read_file(before) if before is not None else None
+            if new_facts is not None:
+                added.update(pytests.added_tests(change.path, old_facts, new_facts))
+        elif is_js(change.path):
+            added.update(jstests.added_tests(change.path, jstests.read_tests(before or ""), jstests.read_tests(after)))
+    return added
+
+
 def _names(rx: re.Pattern[str], text: str | None) -> set[str]:
     if not text:
         return set()
@@ -98,7 +120,12 @@ def _old_path(change: FileChange) -> str:
 
 
 def _file_findings(
-    ctx: GateContext, change: FileChange, old: str, fdiff: FileDiff | None, removed: dict[str, str]
+    ctx: GateContext,
+    change: FileChange,
+    old: str,
+    fdiff: FileDiff | None,
+    removed: dict[str, str],
+    moved: dict[str, str],
 ) -> tuple[list[str], list[str]]:
     deleted = change.status[:1] == "D"
     if not deleted and is_test_file(old) and not is_test_file(change.path):
@@ -106,13 +133,13 @@ def _file_findings(
     before = ctx.base_text(old) if change.status[:1] != "A" else None
     after = None if deleted else ctx.new_text(change.path)
     if is_python(change.path) or (deleted and is_python(old)):
-        found = _python(change.path, before, after, removed)
+        found = _python(change.path, before, after, removed, moved)
         if found is not None:
             return _whole_file(change, *found)
     elif is_js(change.path) and not (deleted and not jstests.read_tests(before or "")):
         # (A deleted file in which no test block could be found is judged by the tripwire: deleted.)
         refusals, notes = jstests.compare(
-            change.path, jstests.read_tests(before or ""), jstests.read_tests(after or ""), removed
+            change.path, jstests.read_tests(before or ""), jstests.read_tests(after or ""), removed, moved
         )
         return _whole_file(change, refusals + tripwire.added_markers(change.path, tripwire.JS, fdiff), notes)
     return _textual(change, fdiff, before, after), []
@@ -126,7 +153,7 @@ def _whole_file(change: FileChange, refusals: list[str], notes: list[str]) -> tu
 
 
 def _python(
-    path: str, before: str | None, after: str | None, removed: dict[str, str]
+    path: str, before: str | None, after: str | None, removed: dict[str, str], moved: dict[str, str]
 ) -> tuple[list[str], list[str]] | None:
     """The semantic comparison, or None when a side does not parse (the tripwire then judges)."""
     collect = is_test_module(path)
@@ -136,7 +163,7 @@ def _python(
         return None
     if after is None and collect and old_facts is not None and not old_facts.tests:
         return None  # a deleted test module without a test we could read: the tripwire says "deleted"
-    return pytests.compare(path, old_facts, new_facts, removed)
+    return pytests.compare(path, old_facts, new_facts, removed, moved)
 
 
 def _textual(change: FileChange, fdiff: FileDiff | None, before: str | None, after: str | None) -> list[str]:

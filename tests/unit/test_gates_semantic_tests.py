@@ -185,6 +185,11 @@ class TestEvasions:
     def test_load_tests_added(self) -> None:
         refused(weakened(UNITTEST + "\n\ndef load_tests(loader, tests, pattern):\n    return tests\n", UNITTEST), "load_tests")
 
+    def test_class_wide_skip(self) -> None:
+        before = "class TestAdd:\n    def test_small(self):\n        assert add(1, 2) == 3\n"
+        after = before.replace("class TestAdd:\n", "class TestAdd:\n    pytestmark = pytest.mark.skip\n\n")
+        refused(weakened(after, before), "TestAdd.test_small adds `pytest.mark.skip`")
+
     def test_module_wide_skip(self) -> None:
         after = PY.replace("from calc import add, sub\n", "from calc import add, sub\n\npytestmark = pytest.mark.skip\n")
         refused(weakened(after), "adds a module-wide skip `pytest.mark.skip`")

@@ -194,7 +194,13 @@ class _Reader:
             self.out.shadowed.append((name, seen[name], node.lineno))
             self._pending = [p for p in self._pending if not p[0].startswith(name + ".")]
         seen[name] = node.lineno
-        self.read_scope(node.body, name + ".", collected, [*outer, *node.decorator_list])
+        # `pytestmark = pytest.mark.skip` in a class body marks every test of the class.
+        marks = [
+            s.value
+            for s in node.body
+            if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in s.targets)
+        ]
+        self.read_scope(node.body, name + ".", collected, [*outer, *node.decorator_list, *marks])
 
     def _module_markers(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets):

@@ -12,6 +12,7 @@ Duplicate titles all run in Jest/Vitest/Mocha, so they are kept apart as "title 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,7 +106,12 @@ def _blank(out: list[str], i: int, j: int) -> None:
 
 
 def _line(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+    return bisect_right(_newlines(text), offset - 1) + 1
+
+
+@lru_cache(maxsize=8)
+def _newlines(text: str) -> list[int]:
+    return [m.start() for m in re.finditer("\n", text)]
 
 
 def _close(code: str, i: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from bosun.gates.pynodes import (
     CHECK_CONTEXTS,
@@ -96,8 +96,9 @@ class PyFile:
     module_markers: list[Marker] = field(default_factory=list)
     load_tests: bool = False
 
-    @property
+    @cached_property
     def tests(self) -> dict[str, Func]:
+        """The collected tests (read only once the file has been read whole)."""
         return {k: f for k, f in self.funcs.items() if f.is_test}
 
     @property
@@ -133,7 +134,8 @@ class _Reader:
         self.optional_names = optional_names(tree)
         self.bound = bound_names(tree) - self.optional_names
         self.helpers_with_checks: set[str] = set()
-        self._pending: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool, list[ast.expr]]] = []
+        # name -> (node, is_test, class markers); a redefinition replaces the entry and moves it last.
+        self._pending: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, list[ast.expr]]] = {}
 
     # --- collection --------------------------------------------------------------------------
 
@@ -153,8 +155,8 @@ class _Reader:
                 name = prefix + stmt.name
                 is_test = collect and stmt.name.startswith("test")
                 self._shadow(seen, name, stmt.lineno, is_test)
-                self._pending = [p for p in self._pending if p[0] != name]
-                self._pending.append((name, stmt, is_test, class_markers))
+                self._pending.pop(name, None)
+                self._pending[name] = (stmt, is_test, class_markers)
                 if not prefix and stmt.name == "load_tests":
                     self.out.load_tests = True
             elif isinstance(stmt, ast.ClassDef):
@@ -171,7 +173,7 @@ class _Reader:
                     name = prefix + target
                     if name in seen:  # `test_x = None` removes the test as surely as a redefinition
                         self._shadow(seen, name, stmt.lineno, True)
-                        self._pending = [p for p in self._pending if p[0] != name]
+                        self._pending.pop(name, None)
                 if top:
                     self._module_markers(stmt)
 
@@ -192,7 +194,8 @@ class _Reader:
         collected = collect and (is_case or (node.name.startswith("Test") and not has_init))
         if name in seen and collected:
             self.out.shadowed.append((name, seen[name], node.lineno))
-            self._pending = [p for p in self._pending if not p[0].startswith(name + ".")]
+            for gone in [p for p in self._pending if p.startswith(name + ".")]:
+                del self._pending[gone]
         seen[name] = node.lineno
         # `pytestmark = pytest.mark.skip` in a class body marks every test of the class.
         marks = [
@@ -220,11 +223,10 @@ class _Reader:
 
     def finish(self) -> None:
         # Helpers that assert make their callers check: two rounds cover a helper calling a helper.
+        helpers = [(name.rsplit(".", 1)[-1], node) for name, (node, is_test, _) in self._pending.items() if not is_test]
         for _ in range(2):
-            self.helpers_with_checks = {
-                name.rsplit(".", 1)[-1] for name, node, _, _ in self._pending if any(self._checks(node.body))
-            }
-        for name, node, is_test, class_markers in self._pending:
+            self.helpers_with_checks |= {name for name, node in helpers if self._asserts(node)}
+        for name, (node, is_test, class_markers) in self._pending.items():
             self.out.funcs[name] = self._func(name, node, is_test, class_markers)
 
     def _func(
@@ -248,13 +250,25 @@ class _Reader:
                 markers.append(self._marker(sub, cond))
         func.markers = markers
         func.calls = frozenset(last_name(n.func) for s in body for n in ast.walk(s) if isinstance(n, ast.Call))
-        func.fingerprint = "|".join(ast.dump(n) for n in [*node.decorator_list, *body])
+        if is_test:  # only tests are matched across renames and moves
+            func.fingerprint = "|".join(ast.dump(n) for n in [*node.decorator_list, *body])
         func.cases = cases_of(node.decorator_list)
         targets = patch_targets([*node.decorator_list, *body])
         func.self_patched = [
             (c.line, t) for c in func.live for t in targets if any(same_target(t, call) for call in c.calls)
         ]
         return func
+
+    def _asserts(self, node: ast.AST) -> bool:
+        """Whether a function asserts anything (or calls a helper that does): a cheap pre-pass."""
+        for n in ast.walk(node):
+            if isinstance(n, ast.Assert):
+                return True
+            if isinstance(n, ast.Call):
+                name = last_name(n.func)
+                if name.startswith("assert") or name in CHECK_CONTEXTS or name == "fail" or name in self.helpers_with_checks:
+                    return True
+        return False
 
     def _checks(self, body: list[ast.stmt]) -> list[Check]:
         found: list[Check] = []

@@ -43,8 +43,10 @@ _JS_DEFS = re.compile(
 
 def check_tests_weakened(ctx: GateContext) -> GateResult:
     diffs = {f.path: f for f in ctx.diff_files}
-    removed = removed_definitions(ctx)
-    moved = tests_added(ctx)
+    # Reading the changed code costs a read of the start tree per file: only worth it when tests changed.
+    touches_tests = any(is_test_file(c.path) or is_test_file(_old_path(c)) for c in ctx.changes)
+    removed = removed_definitions(ctx) if touches_tests else {}
+    moved = tests_added(ctx) if touches_tests else {}
     refusals: list[str] = []
     notes: list[str] = []
     judged = 0
@@ -101,7 +103,9 @@ def tests_added(ctx: GateContext) -> dict[str, str]:
         if after is None:
             continue
         if is_python(change.path):
-            new_facts, old_facts = read_file(after), read_file(before) if before is not None else None
+            collect = True  # test modules only; the same arguments as _python(), so the cache is shared
+            new_facts = read_file(after, collect)
+            old_facts = read_file(before, collect) if before is not None else None
             if new_facts is not None:
                 added.update(pytests.added_tests(change.path, old_facts, new_facts))
         elif is_js(change.path):

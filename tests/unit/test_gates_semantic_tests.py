@@ -376,6 +376,17 @@ class TestData:
         after = CASES.replace("1000", "1001")
         passed(check_tests_weakened(Change().file("tests/data/cases.json", CASES, after).ctx()), "for review: tests/data/cases.json (test data) changed")
 
+    def test_data_written_as_code_deleted(self) -> None:
+        cases = "CASES = [\n    ('1_000', 1000),\n    ('0x_1', None),\n]\n"
+        refused(check_tests_weakened(Change().file("tests/cases.py", cases, None).ctx()), "tests/cases.py (test data) deleted")
+        refused(check_tests_weakened(Change().file("tests/fixtures/cases.js", "export default [1, 2];\n", "").ctx()), "emptied")
+
+    def test_harness_code_deleted_is_left_to_the_harness_gate(self) -> None:
+        helper = "def make_numbers(n):\n    return list(range(n))\n"
+        passed(check_tests_weakened(Change().file("tests/helpers.py", helper, None).ctx()))
+        js_helper = "export function render(x) {\n  return x;\n}\n"
+        passed(check_tests_weakened(Change().file("tests/utils.js", js_helper, None).ctx()))
+
     def test_data_added(self) -> None:
         passed(check_tests_weakened(Change().file("tests/data/new.json", None, CASES).ctx()))
 

@@ -33,6 +33,7 @@ TEST_WEAKENED = "TEST_WEAKENED"
 
 __all__ = ["TEST_WEAKENED", "check_tests_weakened", "is_test_file"]
 
+_DEFINES = re.compile(r"^\s*(?:async\s+def|def|class)\s|\bfunction\b|=>|\bclass\s", re.MULTILINE)
 _PY_DEFS = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)", re.MULTILINE)
 _JS_DEFS = re.compile(
     r"(?:function\*?\s+|class\s+|(?:const|let|var)\s+)([A-Za-z_$][\w$]*)"
@@ -136,6 +137,13 @@ def _file_findings(
         return [f"{old} moved out of the tests to {change.path}"], []
     before = ctx.base_text(old) if change.status[:1] != "A" else None
     after = None if deleted else ctx.new_text(change.path)
+    emptied = bool(before and before.strip()) and after is not None and not after.strip()
+    if not (is_test_module(old) or is_test_module(change.path)) and (deleted or emptied):
+        # Harness code removed: TEST_HARNESS_CHANGED lists it. A module that only holds values
+        # (`CASES = [...]`) is test data written in code, and losing it loses cases.
+        if before is not None and not _DEFINES.search(before):
+            return [f"{old} (test data) {'deleted' if deleted else 'emptied'}"], []
+        return [], []
     if is_python(change.path) or (deleted and is_python(old)):
         found = _python(change.path, before, after, removed, moved)
         if found is not None:

@@ -102,7 +102,6 @@ def snippet(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-
 def without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         if isinstance(body[0].value.value, str):

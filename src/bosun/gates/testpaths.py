@@ -8,7 +8,8 @@
   other Python or JS/TS module under a test directory (``__init__.py``, helpers, fixtures, setup files).
 * *Test data* is anything else under a test directory (``.json``, ``.toml``, ``.txt``, snapshots ...).
 
-Test directories are path components named ``tests``, ``test``, ``__tests__`` or ``testdata``.
+Test directories are path components named ``tests``, ``test``, ``__tests__``, ``spec``, ``specs`` or
+``testdata`` (not ``testing``: ``numpy.testing``-style packages are library code).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts")
-TEST_DIRS = frozenset({"tests", "test", "__tests__", "testdata"})
+TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec", "specs", "testdata"})
 
 _PY_TEST_NAME = re.compile(r"test_.*\.py|.*_test\.py|tests\.py")
 _JS_TEST_NAME = re.compile(r".*\.(?:test|spec)\.[cm]?[jt]sx?")

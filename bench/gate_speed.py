@@ -1,6 +1,6 @@
 """Time TEST_WEAKENED and TEST_HARNESS_CHANGED on generated test files of growing size.
 
-    .venv/bin/python bench/test_gates.py            # 100, 1,000 and 5,000 tests per file
+    .venv/bin/python bench/gate_speed.py            # 100, 1,000 and 5,000 tests per file
 
 Each size is a Python test module and a JS test file with that many tests, changed in one test
 (an early return, a changed expected value), judged from texts in memory: what the gates cost on

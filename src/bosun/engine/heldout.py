@@ -16,27 +16,22 @@ Both work on trees bosun builds from git objects, never on what the worker left 
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
 from typing import Any
 
 from bosun.changes import FileChange, GateResult
 from bosun.contract import TaskContract
+from bosun.gates.testpaths import in_test_dir, is_test_file
 from bosun.globs import match_any
 from bosun.isolation.change import View, edit_tree, tree_entries
 
-TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec", "specs", "testing"})
 HOLDOUT_TOUCHED = "HOLDOUT_TOUCHED"
 TESTS_REWRITTEN = "TESTS_REWRITTEN"
 
 
 def is_test_path(path: str) -> bool:
-    """A test file, or any file under a test directory (helpers, fixtures, data, conftest)."""
-    p = PurePosixPath(path)
-    if any(part in TEST_DIRS for part in p.parts[:-1]):
-        return True
-    name = p.name
-    return (name.startswith("test_") and name.endswith(".py")) or name.endswith("_test.py") \
-        or name == "conftest.py" or ".test." in name or ".spec." in name
+    """A test file, or any file under a test directory (helpers, fixtures, data, conftest): the same
+    notion of "test" the TEST_WEAKENED gate uses."""
+    return is_test_file(path) or in_test_dir(path)
 
 
 # -- holdout files ----------------------------------------------------------------------------------

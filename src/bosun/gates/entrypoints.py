@@ -1,0 +1,122 @@
+"""VERIFY_ENTRY_CHANGED: the change touches what the verify commands themselves run.
+
+Verification proves something only if the worker cannot rewrite the check. When a verify command is
+``make test``, a ``Makefile`` whose ``test`` recipe became ``@echo ok`` passes anything; the same
+goes for a ``justfile``, a tox or nox configuration, or a script the command names. So, for each
+program the task's verify commands run (read by :mod:`bosun.gates.invocations`):
+
+* ``make``: ``Makefile``, ``makefile``, ``GNUmakefile``, ``*.mk``, ``*.mak`` at any depth (includes);
+* ``just``: ``justfile``, ``Justfile``, ``.justfile``, ``*.just``;
+* ``tox``: ``tox.ini``, ``tox.toml`` (its tables in ``pyproject.toml`` and ``setup.cfg`` are always
+  locked by LOCKED_PATH_CHANGED);
+* ``nox``: ``noxfile.py``;
+* ``npm``/``yarn``/``pnpm``/``bun``: ``.yarnrc``, ``.yarnrc.yml``, ``.pnpmfile.cjs``,
+  ``bunfig.toml`` (``package.json`` ``scripts`` are always locked);
+* ``rake``: ``Rakefile``, ``*.rake``; ``task``: ``Taskfile.yml``/``.yaml``;
+* ``python -m MODULE``: ``MODULE.py`` and ``MODULE/__main__.py`` beside the command;
+* any word of a verify argv that names a repository file from the command's directory
+  (``./run_tests.sh``, ``scripts/check.py`` in ``python scripts/check.py``, ``ci.sh`` in
+  ``bash ci.sh``, ``-f build.mk``, ``--config=ci.toml``). That includes a file the worker adds under
+  such a name: ``make test`` is satisfied by a new plain file called ``test``.
+
+Whatever the change does to these files (add, edit, delete, rename), the gate fails; a user who
+wants the change accepts it with ``--waive VERIFY_ENTRY_CHANGED``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bosun.changes import GateResult
+from bosun.gates.context import GateContext, listing, touched_paths
+from bosun.gates.invocations import Invocation, invocations, repo_path, walk_words
+from bosun.globs import match_any
+
+VERIFY_ENTRY_CHANGED = "VERIFY_ENTRY_CHANGED"
+
+_TOOL_FILES: dict[str, tuple[str, ...]] = {
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"),
+    "just": ("justfile", "Justfile", ".justfile", "*.just"),
+    "tox": ("tox.ini", "tox.toml"),
+    "nox": ("noxfile.py",),
+    "npm": (".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pnpmfile.mjs", "bunfig.toml"),
+    "rake": ("Rakefile", "rakefile", "*.rake"),
+    "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
+}
+_ALIASES = {
+    "gmake": "make",
+    "bmake": "make",
+    "yarn": "npm",
+    "pnpm": "npm",
+    "bun": "npm",
+    "npx": "npm",
+    "go-task": "task",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Files one verify invocation runs: exact repo paths and name globs."""
+
+    invocation: Invocation
+    paths: frozenset[str]
+    globs: tuple[str, ...]
+
+    def covers(self, path: str) -> bool:
+        return path in self.paths or match_any(path, self.globs) is not None
+
+
+def entries(ctx: GateContext) -> list[Entry]:
+    out = []
+    for inv in invocations(ctx.task):
+        tool = _tool(inv)
+        globs = _TOOL_FILES.get(tool, ())
+        paths = {p for w in walk_words(inv) if (p := repo_path(inv.cwd, w))}
+        paths |= _python_module_files(inv)
+        out.append(Entry(inv, frozenset(p for p in paths if p), globs))
+    return out
+
+
+def check_entry_points(ctx: GateContext) -> GateResult:
+    found: dict[str, str] = {}
+    all_entries = entries(ctx)
+    for change in ctx.changes:
+        for path in touched_paths(change):
+            entry = next((e for e in all_entries if e.covers(path)), None)
+            if entry is not None and path not in found:
+                found[path] = " ".join(entry.invocation.argv)
+    if found:
+        items = [f"{path} (run by `{argv}`)" for path, argv in found.items()]
+        return GateResult(
+            VERIFY_ENTRY_CHANGED,
+            False,
+            f"the worker changed what the verify commands run: {listing(items)}; verification "
+            "that runs the worker's own version of the check proves nothing",
+        )
+    if not all_entries:
+        return GateResult(VERIFY_ENTRY_CHANGED, True, "no verify commands")
+    return GateResult(
+        VERIFY_ENTRY_CHANGED, True, f"nothing the verify commands run was changed ({len(all_entries)} checked)"
+    )
+
+
+def _tool(inv: Invocation) -> str:
+    name = inv.program
+    return _ALIASES.get(name, name)
+
+
+def _python_module_files(inv: Invocation) -> set[str]:
+    """For ``python -m a.b``: the files that command runs first, beside the command."""
+    if not inv.program.startswith(("python", "pypy")):
+        return set()
+    argv = list(inv.argv)
+    for i, word in enumerate(argv[1:], 1):
+        module = word[2:] if word.startswith("-m") and len(word) > 2 else None
+        if word == "-m" and i + 1 < len(argv):
+            module = argv[i + 1]
+        if module:
+            base = module.replace(".", "/")
+            return {p for p in (repo_path(inv.cwd, f"{base}.py"), repo_path(inv.cwd, f"{base}/__main__.py")) if p}
+        if not word.startswith("-"):
+            break  # a script: named in the argv, so covered as a word
+    return set()

@@ -348,3 +348,12 @@ def test_a_clean_change_passes_every_gate() -> None:
     tree = Tree("src/calc.py", "tests/test_calc.py", "Makefile").put("src/calc.py", "def add(a, b):\n    return a + b\n")
     results = run_gates(tree.ctx(verify=["make test", f"{sys.executable} -m pytest -q tests"]))
     assert all(r.ok for r in results), [r for r in results if not r.ok]
+
+
+def test_operands_a_tool_only_checks_are_not_entry_points() -> None:
+    fix = Tree("src/calc.py", "tests/test_calc.py").put("src/calc.py", "x = 2\n").put("tests/test_calc.py", "y\n")
+    verify = ["mypy src/calc.py", "ruff check src/calc.py", "python -m pytest tests/test_calc.py"]
+    assert check_entry_points(fix.ctx(verify=verify)).ok
+    # ...but the script an interpreter runs is one, whatever its name.
+    assert not check_entry_points(fix.ctx(verify=["python src/calc.py"])).ok
+    assert not check_entry_points(Tree().put("setup.js", "x\n").ctx(verify=["node -r ./setup.js t.js"])).ok

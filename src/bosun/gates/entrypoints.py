@@ -14,10 +14,14 @@ program the task's verify commands run (read by :mod:`bosun.gates.invocations`):
   ``bunfig.toml`` (``package.json`` ``scripts`` are always locked);
 * ``rake``: ``Rakefile``, ``*.rake``; ``task``: ``Taskfile.yml``/``.yaml``;
 * ``python -m MODULE``: ``MODULE.py`` and ``MODULE/__main__.py`` beside the command;
-* any word of a verify argv that names a repository file from the command's directory
-  (``./run_tests.sh``, ``scripts/check.py`` in ``python scripts/check.py``, ``ci.sh`` in
-  ``bash ci.sh``, ``-f build.mk``, ``--config=ci.toml``). That includes a file the worker adds under
-  such a name: ``make test`` is satisfied by a new plain file called ``test``.
+* any repository file a verify argv names as something to run or to configure the run, read from
+  the command's directory: the program itself (``./run_tests.sh``, ``bin/check``), the script an
+  interpreter runs (``scripts/check.py`` in ``python scripts/check.py``, ``ci.sh`` in ``bash ci.sh``,
+  ``node -r ./setup.js``), the value of a file or config option (``-f build.mk``,
+  ``--config=ci.toml``, ``-c pytest-ci.ini``), and a file named like a ``make`` target (``make test``
+  is satisfied by a new plain file called ``test``). Operands a tool merely checks (``mypy
+  src/calc.py``, ``pytest tests/test_calc.py``) are the code under test, not entry points: the task's
+  locks and TEST_WEAKENED judge those.
 
 Whatever the change does to these files (add, edit, delete, rename), the gate fails; a user who
 wants the change accepts it with ``--waive VERIFY_ENTRY_CHANGED``.
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 
 from bosun.changes import GateResult
 from bosun.gates.context import GateContext, listing, touched_paths
-from bosun.gates.invocations import Invocation, invocations, repo_path, walk_words
+from bosun.gates.invocations import Invocation, invocations, repo_path
 from bosun.globs import match_any
 
 VERIFY_ENTRY_CHANGED = "VERIFY_ENTRY_CHANGED"
@@ -43,6 +47,15 @@ _TOOL_FILES: dict[str, tuple[str, ...]] = {
     "rake": ("Rakefile", "rakefile", "*.rake"),
     "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
 }
+# Options whose value is a file the tool reads to decide what to run or how.
+_FILE_OPTIONS = frozenset(
+    """-f --file --makefile -c --config --config-file --rcfile --settings --justfile --noxfile --conf
+    --configuration -r --require --import --loader --experimental-loader --preload""".split()
+)
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_INTERPRETERS = _SHELLS | {"node", "nodejs", "ruby", "perl", "php", "Rscript", "lua", "tsx", "ts-node"}
+# Interpreter options that take a separate value which is not a script.
+_VALUED = frozenset({"-W", "-X", "-I", "-M", "-e", "-E", "-o", "-O", "--eval", "--input-type"})
 _ALIASES = {
     "gmake": "make",
     "bmake": "make",
@@ -71,7 +84,7 @@ def entries(ctx: GateContext) -> list[Entry]:
     for inv in invocations(ctx.task):
         tool = _tool(inv)
         globs = _TOOL_FILES.get(tool, ())
-        paths = {p for w in walk_words(inv) if (p := repo_path(inv.cwd, w))}
+        paths = {p for w in _named_files(inv, tool) if (p := repo_path(inv.cwd, w))}
         paths |= _python_module_files(inv)
         out.append(Entry(inv, frozenset(p for p in paths if p), globs))
     return out
@@ -103,6 +116,45 @@ def check_entry_points(ctx: GateContext) -> GateResult:
 def _tool(inv: Invocation) -> str:
     name = inv.program
     return _ALIASES.get(name, name)
+
+
+def _named_files(inv: Invocation, tool: str) -> list[str]:
+    """Words of the argv that name a file the invocation runs or configures itself with."""
+    argv = list(inv.argv)
+    named: list[str] = [argv[0]] if "/" in argv[0] else []
+    for i, word in enumerate(argv):
+        if word in _FILE_OPTIONS and i + 1 < len(argv):
+            named.append(argv[i + 1])
+        elif "=" in word and word.split("=", 1)[0] in _FILE_OPTIONS:
+            named.append(word.split("=", 1)[1])
+    if tool == "make":
+        named += [w for w in argv[1:] if not w.startswith("-") and "=" not in w]  # targets
+    elif _is_interpreter(inv.program):
+        script = _first_operand(argv[1:])
+        if script is not None:
+            named.append(script)
+    return named
+
+
+def _is_interpreter(program: str) -> bool:
+    return program in _INTERPRETERS or program.startswith(("python", "pypy"))
+
+
+def _first_operand(args: list[str]) -> str | None:
+    """The script an interpreter runs: its first argument that is not an option (None for -c/-m)."""
+    skip = False
+    for word in args:
+        if skip:
+            skip = False
+        elif word in ("-c", "-m", "--eval", "-e") or (word.startswith("-m") and len(word) > 2):
+            return None
+        elif word in _VALUED or word in _FILE_OPTIONS:
+            skip = True
+        elif word == "-":
+            return None
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def _python_module_files(inv: Invocation) -> set[str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from bosun.contract import TaskContract
@@ -187,11 +186,3 @@ def _is_assignment(word: str) -> bool:
 
 def _assignments(words: list[str]) -> dict[str, str]:
     return dict(w.split("=", 1) for w in words if _is_assignment(w))
-
-
-def walk_words(inv: Invocation) -> Iterator[str]:
-    """Each word of the argv, with the value of ``--opt=value`` words as a word of its own."""
-    for word in inv.argv:
-        yield word
-        if word.startswith("-") and "=" in word:
-            yield word.split("=", 1)[1]

@@ -357,3 +357,21 @@ def test_operands_a_tool_only_checks_are_not_entry_points() -> None:
     # ...but the script an interpreter runs is one, whatever its name.
     assert not check_entry_points(fix.ctx(verify=["python src/calc.py"])).ok
     assert not check_entry_points(Tree().put("setup.js", "x\n").ctx(verify=["node -r ./setup.js t.js"])).ok
+
+
+def test_pytest_pythonpath_setting_is_a_root() -> None:
+    pyproject = '[tool.pytest.ini_options]\npythonpath = ["lib", "."]\n'
+    tree = Tree("pyproject.toml").put("lib/json.py", PY)
+    tree.start["pyproject.toml"] = tree.new["pyproject.toml"] = pyproject.encode()
+    assert not check_shadowing(tree.ctx()).ok
+    ini = Tree("pytest.ini").put("vendor/pluggy.py", PY)
+    ini.start["pytest.ini"] = ini.new["pytest.ini"] = b"[pytest]\npythonpath = vendor\n"
+    assert not check_shadowing(ini.ctx()).ok
+
+
+def test_environments_and_node_modules_in_the_repo_are_entry_points() -> None:
+    venv = Tree().put(".venv/lib/python3.11/site-packages/_pytest/main.py", PY)
+    assert not check_entry_points(venv.ctx(verify=[".venv/bin/python -m pytest"])).ok
+    assert check_entry_points(venv.ctx(verify=["python -m pytest"])).ok
+    jest = Tree().put("node_modules/.bin/jest", "#!/bin/sh\nexit 0\n")
+    assert not check_entry_points(jest.ctx(verify=["npm test"])).ok

@@ -10,8 +10,11 @@ program the task's verify commands run (read by :mod:`bosun.gates.invocations`):
 * ``tox``: ``tox.ini``, ``tox.toml`` (its tables in ``pyproject.toml`` and ``setup.cfg`` are always
   locked by LOCKED_PATH_CHANGED);
 * ``nox``: ``noxfile.py``;
-* ``npm``/``yarn``/``pnpm``/``bun``: ``.yarnrc``, ``.yarnrc.yml``, ``.pnpmfile.cjs``,
-  ``bunfig.toml`` (``package.json`` ``scripts`` are always locked);
+* ``npm``/``yarn``/``pnpm``/``bun``/``npx``: ``.yarnrc``, ``.yarnrc.yml``, ``.pnpmfile.cjs``,
+  ``bunfig.toml`` and anything under a ``node_modules`` directory, where the runners and their
+  ``.bin`` scripts live (``package.json`` ``scripts`` are always locked);
+* a program run from an environment inside the repository (``.venv/bin/python``, ``env/bin/pytest``):
+  everything in that environment;
 * ``rake``: ``Rakefile``, ``*.rake``; ``task``: ``Taskfile.yml``/``.yaml``;
 * ``python -m MODULE``: ``MODULE.py`` and ``MODULE/__main__.py`` beside the command;
 * any repository file a verify argv names as something to run or to configure the run, read from
@@ -43,7 +46,7 @@ _TOOL_FILES: dict[str, tuple[str, ...]] = {
     "just": ("justfile", "Justfile", ".justfile", "*.just"),
     "tox": ("tox.ini", "tox.toml"),
     "nox": ("noxfile.py",),
-    "npm": (".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pnpmfile.mjs", "bunfig.toml"),
+    "npm": (".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pnpmfile.mjs", "bunfig.toml", "node_modules"),
     "rake": ("Rakefile", "rakefile", "*.rake"),
     "task": ("Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"),
 }
@@ -86,6 +89,9 @@ def entries(ctx: GateContext) -> list[Entry]:
         globs = _TOOL_FILES.get(tool, ())
         paths = {p for w in _named_files(inv, tool) if (p := repo_path(inv.cwd, w))}
         paths |= _python_module_files(inv)
+        env_dir = _environment_dir(inv)
+        if env_dir:
+            globs = (*globs, f"./{env_dir}")
         out.append(Entry(inv, frozenset(p for p in paths if p), globs))
     return out
 
@@ -134,6 +140,19 @@ def _named_files(inv: Invocation, tool: str) -> list[str]:
         if script is not None:
             named.append(script)
     return named
+
+
+def _environment_dir(inv: Invocation) -> str | None:
+    """``.venv`` for a program run as ``.venv/bin/NAME`` (or ``Scripts/``): an environment in the repo."""
+    if "/" not in inv.argv[0]:
+        return None
+    path = repo_path(inv.cwd, inv.argv[0])
+    if not path:
+        return None
+    parent = path.rsplit("/", 2)
+    if len(parent) == 3 and parent[1] in ("bin", "Scripts"):
+        return parent[0]
+    return None
 
 
 def _is_interpreter(program: str) -> bool:

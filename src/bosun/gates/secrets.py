@@ -110,7 +110,9 @@ def check_secrets(ctx: GateContext) -> GateResult:
             findings += [Finding(fdiff.path, line_no, kind) for kind in scan_line(text, fdiff.path)]
         for line_no, text in joined_literals(fdiff.added):
             findings += [Finding(fdiff.path, line_no, kind) for kind in scan_line(text, fdiff.path)]
-        findings += [Finding(fdiff.path, line_no, "AWS access key id, in parts") for line_no in _aws_parts(fdiff.added)]
+        seen = {(f.path, f.line) for f in findings if f.kind == "AWS access key id"}
+        parts = [n for n in _aws_parts(fdiff.added) if (fdiff.path, n) not in seen]
+        findings += [Finding(fdiff.path, n, "AWS access key id, in parts") for n in parts]
     findings = list(dict.fromkeys(findings))
     if findings:
         return GateResult(

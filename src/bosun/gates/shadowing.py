@@ -10,9 +10,10 @@ change adds, or renames into place, a module or regular package:
   ``importlib.metadata.packages_distributions()`` maps, read from the directories directly because
   that is much faster), or a test runner's (pytest, _pytest, pluggy, unittest, nose, hypothesis...);
 * at a place that is on ``sys.path`` when a verify command runs: the repository root, ``src/``, each
-  verify command's directory and the ``PYTHONPATH`` entries it sets, and every directory holding
-  test files together with the first directory above it that is not a package (where pytest's
-  default ``prepend`` import mode inserts it).
+  verify command's directory and the ``PYTHONPATH`` entries it sets, pytest's ``pythonpath``
+  setting (in ``pyproject.toml``, ``pytest.ini`` or ``setup.cfg`` beside a verify command), and
+  every directory holding test files together with the first directory above it that is not a
+  package (where pytest's default ``prepend`` import mode inserts it).
 
 A module counts as ``NAME.py``, ``NAME.pyc``, ``NAME.pyw``, an extension (``NAME.so``,
 ``NAME.cpython-312-x86_64-linux-gnu.so``, ``NAME.pyd``) or a package's ``NAME/__init__.*``. A
@@ -22,10 +23,12 @@ shadow. Existing modules the change only edits are the project's own and are not
 
 from __future__ import annotations
 
+import configparser
 import os
 import posixpath
 import site
 import sys
+import tomllib
 from functools import lru_cache
 
 from bosun.changes import GateResult
@@ -76,6 +79,8 @@ def import_roots(ctx: GateContext) -> set[str]:
     for inv in invocations(ctx.task):
         roots.add(inv.cwd)
         roots.update(pythonpath_dirs(inv))
+    for directory in list(roots):
+        roots.update(_pytest_pythonpath(ctx, directory))
     paths = _new_tree_paths(ctx)
     for path in paths:
         directory, name = posixpath.split(path)
@@ -106,6 +111,35 @@ def _module_file(filename: str) -> str | None:
     if filename.endswith(_EXTENSION_SUFFIXES):
         return stem  # NAME.so or NAME.<abi tag>.so
     return None
+
+
+def _pytest_pythonpath(ctx: GateContext, directory: str) -> set[str]:
+    """Directories pytest's ``pythonpath`` setting adds, from the config files in ``directory``."""
+    entries: list[str] = []
+    for name in ("pyproject.toml", "pytest.ini", "setup.cfg"):
+        path = posixpath.join(directory, name)
+        for text in (ctx.base_text(path), ctx.new_text(path)):
+            if text:
+                entries += _pythonpath_setting(name, text)
+    roots = set()
+    for entry in entries:
+        joined = posixpath.normpath(posixpath.join(directory, entry)) if entry else directory
+        if not posixpath.isabs(entry) and not joined.startswith(".."):
+            roots.add("" if joined == "." else joined)
+    return roots
+
+
+def _pythonpath_setting(name: str, text: str) -> list[str]:
+    try:
+        if name == "pyproject.toml":
+            value = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options", {}).get("pythonpath")
+            return [str(v) for v in value] if isinstance(value, list) else str(value or "").split()
+        parser = configparser.RawConfigParser()
+        parser.read_string(text)
+        section = "pytest" if name == "pytest.ini" else "tool:pytest"
+        return parser.get(section, "pythonpath", fallback="").split()
+    except (tomllib.TOMLDecodeError, configparser.Error, AttributeError):
+        return []
 
 
 def _new_tree_paths(ctx: GateContext) -> set[str]:

@@ -375,3 +375,22 @@ def test_environments_and_node_modules_in_the_repo_are_entry_points() -> None:
     assert check_entry_points(venv.ctx(verify=["python -m pytest"])).ok
     jest = Tree().put("node_modules/.bin/jest", "#!/bin/sh\nexit 0\n")
     assert not check_entry_points(jest.ctx(verify=["npm test"])).ok
+
+
+def test_scripts_a_recipe_runs_are_entry_points() -> None:
+    makefile = "PY ?= python\n\ntest: build\n\t@./scripts/test.sh -q\n\t$(PY) tools/check.py\n\nbuild: src/calc.py\n\techo\n"
+    for path in ("scripts/test.sh", "tools/check.py"):
+        tree = Tree("Makefile", "src/calc.py").put(path, "exit 0\n")
+        tree.start["Makefile"] = tree.new["Makefile"] = makefile.encode()
+        result = check_entry_points(tree.ctx(verify=["make test"]))
+        assert not result.ok and f"{path} (run by `make test` through Makefile)" in result.detail
+    # A prerequisite the recipe only names is the code under test.
+    fix = Tree("Makefile", "src/calc.py").put("src/calc.py", "x = 2\n")
+    fix.start["Makefile"] = fix.new["Makefile"] = makefile.encode()
+    assert check_entry_points(fix.ctx(verify=["make test"])).ok
+    pkg = Tree("web/package.json").put("web/scripts/run-tests.js", "process.exit(0)\n")
+    pkg.start["web/package.json"] = b'{"scripts": {"test": "node scripts/run-tests.js"}}'
+    assert not check_entry_points(pkg.ctx(verify=[{"run": "npm test", "cwd": "web"}])).ok
+    just = Tree("justfile").put("ci/run.sh", "exit 0\n")
+    just.start["justfile"] = b"test:\n    bash ci/run.sh\n"
+    assert not check_entry_points(just.ctx(verify=["just test"])).ok

@@ -13,6 +13,10 @@ program the task's verify commands run (read by :mod:`bosun.gates.invocations`):
 * ``npm``/``yarn``/``pnpm``/``bun``/``npx``: ``.yarnrc``, ``.yarnrc.yml``, ``.pnpmfile.cjs``,
   ``bunfig.toml`` and anything under a ``node_modules`` directory, where the runners and their
   ``.bin`` scripts live (``package.json`` ``scripts`` are always locked);
+* the scripts those files run in turn: the recipe lines of the start commit's ``Makefile`` (or the
+  ``-f`` file, in the ``-C`` directory) and ``justfile``, and the ``scripts`` of ``package.json``, are
+  read like verify commands, so ``./scripts/test.sh`` or ``python tools/check.py`` in a ``test:``
+  recipe is an entry point too (recipes that build their command from variables cannot be read);
 * a program run from an environment inside the repository (``.venv/bin/python``, ``env/bin/pytest``):
   everything in that environment;
 * ``rake``: ``Rakefile``, ``*.rake``; ``task``: ``Taskfile.yml``/``.yaml``;
@@ -32,11 +36,13 @@ wants the change accepts it with ``--waive VERIFY_ENTRY_CHANGED``.
 
 from __future__ import annotations
 
+import json
+import posixpath
 from dataclasses import dataclass
 
 from bosun.changes import GateResult
 from bosun.gates.context import GateContext, listing, touched_paths
-from bosun.gates.invocations import Invocation, invocations, repo_path
+from bosun.gates.invocations import Invocation, invocations, repo_path, shell_invocations
 from bosun.globs import match_any
 
 VERIFY_ENTRY_CHANGED = "VERIFY_ENTRY_CHANGED"
@@ -77,6 +83,7 @@ class Entry:
     invocation: Invocation
     paths: frozenset[str]
     globs: tuple[str, ...]
+    via: str = ""  # the file whose recipe or script runs these, when not the verify command itself
 
     def covers(self, path: str) -> bool:
         return path in self.paths or match_any(path, self.globs) is not None
@@ -87,12 +94,61 @@ def entries(ctx: GateContext) -> list[Entry]:
     for inv in invocations(ctx.task):
         tool = _tool(inv)
         globs = _TOOL_FILES.get(tool, ())
-        paths = {p for w in _named_files(inv, tool) if (p := repo_path(inv.cwd, w))}
-        paths |= _python_module_files(inv)
         env_dir = _environment_dir(inv)
         if env_dir:
             globs = (*globs, f"./{env_dir}")
-        out.append(Entry(inv, frozenset(p for p in paths if p), globs))
+        out.append(Entry(inv, _files_run(inv, tool), globs))
+        for via, inner in _recipe_invocations(ctx, inv, tool):
+            out.append(Entry(inv, _files_run(inner, _tool(inner)), (), via))
+    return out
+
+
+def _files_run(inv: Invocation, tool: str) -> frozenset[str]:
+    paths = {p for w in _named_files(inv, tool) if (p := repo_path(inv.cwd, w))}
+    return frozenset(paths | _python_module_files(inv))
+
+
+def _recipe_invocations(ctx: GateContext, inv: Invocation, tool: str) -> list[tuple[str, Invocation]]:
+    """Commands the start commit's Makefile, justfile or package.json scripts run for ``inv``."""
+    argv = list(inv.argv)
+    directory = inv.cwd
+    if tool == "make" and "-C" in argv[:-1]:
+        directory = repo_path(inv.cwd, argv[argv.index("-C") + 1]) or directory
+    candidates: list[str] = []
+    named: list[str] = []
+    if tool == "make":
+        named = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in ("-f", "--file", "--makefile")]
+        candidates = named or ["GNUmakefile", "makefile", "Makefile"]
+    elif tool == "just":
+        candidates = ["justfile", "Justfile", ".justfile"]
+    elif tool == "npm":
+        candidates = ["package.json"]
+    out: list[tuple[str, Invocation]] = []
+    for name in candidates:
+        path = repo_path(directory, name)
+        text = ctx.base_text(path) if path else None
+        if path is None or text is None:
+            continue
+        for line in _commands_in(posixpath.basename(path), text):
+            out += [(path, i) for i in shell_invocations(line, posixpath.dirname(path), f"{path}: {line}")]
+        if tool == "make" and not named:
+            break  # make reads the first default name that exists
+    return out
+
+
+def _commands_in(name: str, text: str) -> list[str]:
+    """Shell command lines in a Makefile's or justfile's recipes, or package.json's scripts."""
+    if name == "package.json":
+        try:
+            scripts = json.loads(text).get("scripts", {})
+        except (ValueError, AttributeError):
+            return []
+        return [v for v in scripts.values() if isinstance(v, str)] if isinstance(scripts, dict) else []
+    lines, out = text.replace("\\\n", " ").splitlines(), []
+    for line in lines:
+        recipe = line.startswith("\t") if name not in ("justfile", "Justfile", ".justfile") else line[:1] in " \t"
+        if recipe and line.strip():
+            out.append(line.strip().lstrip("@-+ "))
     return out
 
 
@@ -103,9 +159,10 @@ def check_entry_points(ctx: GateContext) -> GateResult:
         for path in touched_paths(change):
             entry = next((e for e in all_entries if e.covers(path)), None)
             if entry is not None and path not in found:
-                found[path] = " ".join(entry.invocation.argv)
+                how = " ".join(entry.invocation.argv)
+                found[path] = f"`{how}` through {entry.via}" if entry.via else f"`{how}`"
     if found:
-        items = [f"{path} (run by `{argv}`)" for path, argv in found.items()]
+        items = [f"{path} (run by {how})" for path, how in found.items()]
         return GateResult(
             VERIFY_ENTRY_CHANGED,
             False,
@@ -156,7 +213,8 @@ def _environment_dir(inv: Invocation) -> str | None:
 
 
 def _is_interpreter(program: str) -> bool:
-    return program in _INTERPRETERS or program.startswith(("python", "pypy"))
+    # "$(PYTHON) tools/check.py" in a recipe: a variable naming the interpreter.
+    return program in _INTERPRETERS or program.startswith(("python", "pypy", "$"))
 
 
 def _first_operand(args: list[str]) -> str | None:

@@ -72,6 +72,11 @@ def invocations(task: TaskContract) -> list[Invocation]:
     return out
 
 
+def shell_invocations(text: str, cwd: str, source: str) -> list[Invocation]:
+    """The simple commands a shell command line runs (a recipe line, a package.json script)."""
+    return _expand(_shell_words(text), cwd, {}, source)
+
+
 def pythonpath_dirs(inv: Invocation) -> list[str]:
     """Repo-relative directories the invocation's ``PYTHONPATH`` puts on ``sys.path``."""
     raw = inv.env.get("PYTHONPATH", "")

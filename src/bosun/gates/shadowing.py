@@ -82,11 +82,15 @@ def import_roots(ctx: GateContext) -> set[str]:
     for directory in list(roots):
         roots.update(_pytest_pythonpath(ctx, directory))
     paths = _new_tree_paths(ctx)
+    test_dirs = set()
     for path in paths:
-        directory, name = posixpath.split(path)
-        if name.startswith(_TEST_FILE) and name.endswith(".py") or name.endswith("_test.py"):
-            roots.add(directory)
-            roots.add(_pytest_basedir(directory, paths))
+        if "test" in path and path.endswith(".py"):  # cheap filter first: trees hold many files
+            directory, _, name = path.rpartition("/")
+            if name.startswith(_TEST_FILE) or name.endswith("_test.py"):
+                test_dirs.add(directory)
+    for directory in test_dirs:
+        roots.add(directory)
+        roots.add(_pytest_basedir(directory, paths))
     return roots
 
 

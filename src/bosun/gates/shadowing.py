@@ -32,7 +32,7 @@ import tomllib
 from functools import lru_cache
 
 from bosun.changes import GateResult
-from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.context import GateContext, listing
 from bosun.gates.invocations import invocations, pythonpath_dirs
 
 MODULE_SHADOWED = "MODULE_SHADOWED"
@@ -52,15 +52,27 @@ _TEST_FILE = ("test_", "conftest.py")
 
 
 def check_shadowing(ctx: GateContext) -> GateResult:
-    roots = import_roots(ctx)
-    found = []
+    # Only a new file named like a shadowable module can shadow: find those first, so an ordinary
+    # change never pays for reading the start tree's listing.
+    suspects = []
     for change in ctx.changes:
         status = change.status[:1]
         if status not in ("A", "R", "C") or (status in ("R", "C") and change.old_path == change.path):
             continue
-        name = module_name(change.path, roots)
+        directory, _, filename = change.path.rpartition("/")
+        name = _module_file(filename)
+        if name == "__init__":
+            name = directory.rpartition("/")[2] or None
         if name is not None and name in shadowable():
-            found.append(f"{change.path} (shadows {_origin(name)} module {name!r})")
+            suspects.append(change.path)
+    if not suspects:
+        return GateResult(MODULE_SHADOWED, True, "no new module is named like one verification imports")
+    roots = import_roots(ctx)
+    found = []
+    for path in suspects:
+        name = module_name(path, roots)
+        if name is not None:
+            found.append(f"{path} (shadows {_origin(name)} module {name!r})")
     if found:
         return GateResult(
             MODULE_SHADOWED,
@@ -69,7 +81,9 @@ def check_shadowing(ctx: GateContext) -> GateResult:
             "Python would load these instead. Rename them, or waive MODULE_SHADOWED if that is intended",
         )
     return GateResult(
-        MODULE_SHADOWED, True, f"no new module shadows an installed one ({plural(len(roots), 'import root')} checked)"
+        MODULE_SHADOWED,
+        True,
+        f"new modules named like imported ones are not on an import path: {listing(suspects)}",
     )
 
 

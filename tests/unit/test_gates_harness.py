@@ -108,8 +108,10 @@ def test_git_rule_file_deleted_or_edited_fails_too() -> None:
 
 @pytest.mark.parametrize("path", ["sitecustomize.py", "src/sitecustomize.py", "a/b/usercustomize.py", "x.pth", "lib/deep/evil.pth"])
 def test_python_startup_files_fail_anywhere(path: str) -> None:
-    result = check_python_startup(Tree().put(path, "import os\n").ctx())
+    ctx = Tree().put(path, "import os\n").ctx(verify=[{"run": "python -m pytest", "env": {"PYTHONPATH": "src"}}])
+    result = check_python_startup(ctx)
     assert not result.ok and path in result.detail and "start-up" in result.detail
+    assert check_shadowing(ctx).ok  # named once, by the gate that says what it is
 
 
 def test_harness_files_are_always_locked_but_reported_under_their_own_code() -> None:

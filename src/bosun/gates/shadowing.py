@@ -41,11 +41,13 @@ MODULE_SHADOWED = "MODULE_SHADOWED"
 RUNNER_MODULES = frozenset(
     """pytest _pytest py pluggy iniconfig unittest nose nose2 hypothesis _hypothesis_pytestplugin
     coverage pytest_cov xdist execnet tox nox mock doctest setuptools pkg_resources _distutils_hack
-    distutils pip site sitecustomize usercustomize typing_extensions""".split()
+    distutils pip site typing_extensions""".split()
 )
 # Names some distributions ship by mistake that are also ordinary project directories: a project's
 # own tests/ or docs/ package is not shadowing anything the verify environment needs.
 _GENERIC = frozenset("test tests testing doc docs example examples script scripts src bench benchmarks tools".split())
+# Start-up hooks have a gate of their own (PYTHON_STARTUP_CHANGED) that names them better.
+_STARTUP_HOOKS = frozenset({"sitecustomize", "usercustomize"})
 _SOURCE_SUFFIXES = (".py", ".pyc", ".pyw")
 _EXTENSION_SUFFIXES = (".so", ".pyd")
 _TEST_FILE = ("test_", "conftest.py")
@@ -183,7 +185,7 @@ def _pytest_basedir(directory: str, paths: set[str]) -> str:
 def shadowable() -> frozenset[str]:
     """Top-level module names a verify command's interpreter may import."""
     names = set(sys.stdlib_module_names) | RUNNER_MODULES | installed_modules()
-    return frozenset(names - _GENERIC)
+    return frozenset(names - _GENERIC - _STARTUP_HOOKS)
 
 
 def _origin(name: str) -> str:

@@ -18,6 +18,13 @@ from bosun.errors import BadInput
 
 ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo")
 
+# Files that change how git reads the tree or what Python runs at start-up, before any test: always
+# locked, and each judged by its own gate (GIT_RULES_CHANGED, PYTHON_STARTUP_CHANGED) rather than by
+# LOCKED_PATH_CHANGED, so the verdict names what the worker did.
+GIT_RULE_FILES = (".gitattributes", ".gitmodules", ".gitignore")
+PYTHON_STARTUP_FILES = ("sitecustomize.py", "usercustomize.py", "*.pth")
+HARNESS_LOCKED = GIT_RULE_FILES + PYTHON_STARTUP_FILES
+
 # Paths a worker may never change, whatever the task says. Test-runner config inside shared files
 # (pyproject's [tool.pytest*], setup.cfg's pytest section, package.json's execution keys) is guarded
 # by content-aware gates rather than whole-file globs, so a worker can still add a dependency.
@@ -27,7 +34,11 @@ ALWAYS_LOCKED = (
     ".github/workflows/**",
     ".gitlab-ci.yml",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "tox.ini",
+    "tox.toml",
     "noxfile.py",
     "conftest.py",
     "jest.config.*",
@@ -52,6 +63,7 @@ ALWAYS_LOCKED = (
     ".npmrc",
     ".pypirc",
     "bosun.toml",
+    *HARNESS_LOCKED,
 )
 # Glob semantics (bosun.globs): a pattern without "/" matches a file's name at any depth; "**"
 # spans directories; a pattern naming a directory covers everything below it; a leading "./" anchors

@@ -257,7 +257,7 @@ class TestSize:
 
     def test_gutting_a_file_fails(self) -> None:
         result = check_deletion(Change().file("a.py", lines(100), lines(30)).ctx())
-        assert not result.ok and "a.py (70 of 100 lines deleted)" in result.detail
+        assert not result.ok and "a.py (70 of 100 lines removed)" in result.detail
 
     def test_deleting_a_small_file_passes_and_a_large_one_fails(self) -> None:
         assert check_deletion(Change().file("small.py", lines(20), None).ctx()).ok
@@ -476,7 +476,7 @@ class TestRunner:
     def test_every_gate_once_in_order(self) -> None:
         results = run_gates(Change().file("src/a.py", "x\n", "y\n").ctx())
         assert [r.code for r in results] == list(GATE_CODES)
-        assert len(set(GATE_CODES)) == len(GATE_CODES) == 13
+        assert len(set(GATE_CODES)) == len(GATE_CODES) == 17
         assert all(r.ok for r in results), [r for r in results if not r.ok]
         assert all(r.detail for r in results)
 

@@ -149,3 +149,51 @@ def test_removed_and_context_lines_are_not_scanned() -> None:
 def test_binary_files_are_skipped() -> None:
     diff = "diff --git a/k.bin b/k.bin\nnew file mode 100644\nBinary files /dev/null and b/k.bin differ\n"
     assert check_secrets(_ctx(diff)).ok
+
+
+# --- secrets split into literals ------------------------------------------------------------------
+
+AWS_HEAD, AWS_TAIL = AWS[:4], AWS[4:]
+
+
+def _added(path: str, *lines: str, start: int = 1) -> str:
+    body = "".join(f"+{line}\n" for line in lines)
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +{start},{len(lines)} @@\n{body}"
+    )
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        (f'KEY = "{AWS_HEAD}" + "{AWS_TAIL}"',),  # Python / JS concatenation
+        (f'KEY = "{AWS_HEAD}" "{AWS_TAIL}"',),  # Python adjacent literals
+        (f"const k = '{AWS_HEAD}' + '{AWS_TAIL[:8]}' + '{AWS_TAIL[8:]}';",),
+        (f"const k = `{AWS_HEAD}` + \"{AWS_TAIL}\";",),
+        (f'KEY = ("{AWS_HEAD}"', f'       "{AWS_TAIL}")'),  # split over lines inside brackets
+        (f'$k = "{AWS_HEAD}" . "{AWS_TAIL}";',),  # PHP
+        (f'p = "{AWS_HEAD}"', "x = 1", f'q = "{AWS_TAIL}"', "key = p + q"),  # parts in variables
+    ],
+)
+def test_aws_key_split_into_literals_is_found(lines: tuple[str, ...]) -> None:
+    result = check_secrets(_ctx(_added("src/settings.py", *lines)))
+    assert not result.ok, lines
+    assert "src/settings.py:1 (AWS access key id" in result.detail
+    assert AWS_TAIL not in result.detail and AWS_TAIL[:8] not in result.detail
+
+
+def test_an_aws_key_id_alone_is_a_finding() -> None:
+    assert scan_line(AWS, "notes.md") == ["AWS access key id"]
+    assert scan_line(f"id {AWS} in prose", "README") == ["AWS access key id"]
+
+
+def test_split_password_assignment_is_found() -> None:
+    assert scan_line(f'DB_PASSWORD = "{PW_VALUE[:5]}" + "{PW_VALUE[5:]}"', "app.py") == []  # one line alone
+    result = check_secrets(_ctx(_added("app.py", f'DB_PASSWORD = "{PW_VALUE[:5]}" + "{PW_VALUE[5:]}"')))
+    assert not result.ok and "app.py:1 (hardcoded password)" in result.detail
+
+
+def test_ordinary_concatenation_is_not_a_secret() -> None:
+    lines = ('msg = "Hello, " + name + "!"', 'path = "src" + "/" + "calc.py"', 'x = "AKIA" + suffix', 'URL = "https://" "example.org"')
+    assert check_secrets(_ctx(_added("app.py", *lines))).ok

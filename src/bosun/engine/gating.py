@@ -86,6 +86,13 @@ def evaluate(
     def new_text(path: str) -> str | None:
         return _as_text(new_bytes(path))
 
+    def base_paths() -> list[str]:
+        # The start commit is in the user's object store, which outlives the worktree.
+        from bosun.isolation.git import git
+
+        out = git(["ls-tree", "-r", "-z", "--name-only", start], Path(run["repo"])).stdout
+        return [p for p in out.split("\0") if p]
+
     changed = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}
     conflicts, detail = source_conflicts(run, changed)
     ctx = GateContext(
@@ -101,6 +108,8 @@ def evaluate(
         worktree=worktree if on_disk else None,
         source_conflicts=conflicts,
         source_detail=detail,
+        new_bytes=new_bytes,
+        base_paths=base_paths,
     )
     results = run_gates(ctx)
     escaped = escaped_writes(run) if on_disk else []

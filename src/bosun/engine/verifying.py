@@ -33,7 +33,8 @@ from bosun.isolation.change import Change, View, blob_bytes, create_view, tree_c
 
 # Gates whose result depends on the world outside the tree (the user's branch, the filesystem
 # around the worktree): at approve they are recomputed too, but a difference is not tampering.
-ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE"})
+# MODULE_SHADOWED reads what is installed beside bosun, which may change between verify and approve.
+ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
 def view_of(run: dict[str, Any]) -> View:

@@ -1,6 +1,9 @@
 """Gates on *what kind* of file changed: binaries and symlinks.
 
-Neither can be reviewed as text. A binary blob can hide anything; a symlink can point a later
+Neither can be reviewed as text. A file is binary when git says so *or* when its new bytes hold a NUL
+in the first :data:`SNIFF_BYTES` (git's own test), read by bosun: git's verdict follows
+``.gitattributes``, which a worker can write (``lib/.gitattributes`` saying ``*.so text``), so it
+alone never decides. A binary blob can hide anything; a symlink can point a later
 verification or merge at files outside the repository. SYMLINK_CHANGE also resolves every changed
 path below ``ctx.worktree``: a path whose real location is outside the worktree (through a symlinked
 parent directory, say) fails even when git recorded no symlink for that path itself.
@@ -17,6 +20,7 @@ from bosun.gates.context import GateContext, listing, plural, touched_paths, uni
 BINARY_CHANGE = "BINARY_CHANGE"
 SYMLINK_CHANGE = "SYMLINK_CHANGE"
 SYMLINK_MODE = "120000"
+SNIFF_BYTES = 8192
 
 
 def check_binary(ctx: GateContext) -> GateResult:
@@ -24,10 +28,16 @@ def check_binary(ctx: GateContext) -> GateResult:
     # is consulted too, so a binary the change list missed is still caught.
     paths = [c.path for c in ctx.changes if c.binary and c.status[:1] != "D"]
     paths += [f.path for f in ctx.diff_files if f.binary and f.status != "D"]
+    paths += [c.path for c in ctx.changes if c.status[:1] != "D" and not c.is_symlink and _has_nul(ctx, c.path)]
     paths = unique(paths)
     if paths:
         return GateResult(BINARY_CHANGE, False, f"binary files added or changed: {listing(paths)}")
     return GateResult(BINARY_CHANGE, True, "no binary files changed")
+
+
+def _has_nul(ctx: GateContext, path: str) -> bool:
+    data = ctx.content(path)
+    return data is not None and b"\0" in data[:SNIFF_BYTES]
 
 
 def check_symlinks(ctx: GateContext) -> GateResult:

@@ -39,6 +39,23 @@ class GateContext:
     # Paths the user changed on the source branch during the run that the worker also changed.
     source_conflicts: list[str] = field(default_factory=list)
     source_detail: str = ""
+    # Bytes of a path as the worker left it (None if deleted or not a regular file): binary detection
+    # reads content, never git's attributes. Absent, gates fall back to ``new_text``.
+    new_bytes: Callable[[str], bytes | None] | None = None
+    # Every file path in the start commit (for gates that need to know which directories hold tests).
+    base_paths: Callable[[], Iterable[str]] | None = None
+
+    def content(self, path: str) -> bytes | None:
+        """The bytes of ``path`` as the worker left it, or None when it is gone or unreadable."""
+        if self.new_bytes is not None:
+            return self.new_bytes(path)
+        text = self.new_text(path)
+        return None if text is None else text.encode("utf-8", "surrogateescape")
+
+    @cached_property
+    def start_paths(self) -> frozenset[str]:
+        """The start commit's file paths (empty when the builder gave no listing)."""
+        return frozenset(self.base_paths()) if self.base_paths is not None else frozenset()
 
     @cached_property
     def diff_files(self) -> list[FileDiff]:

@@ -29,7 +29,9 @@ class FileDiff:
 
     ``path`` is the new path (the old one for a deletion); ``old_path`` is set for renames and copies.
     ``status`` is A, M, D, R or C. ``added`` holds (new-file line number, text) and ``removed`` holds
-    (old-file line number, text), texts without their line ending.
+    (old-file line number, text), texts without their line ending. ``blocks`` groups them into runs of
+    changed lines between context lines, (removed texts, added texts) each: a block with both is a
+    replacement, so a gate can tell rewritten lines from deleted ones.
     """
 
     path: str
@@ -40,6 +42,7 @@ class FileDiff:
     binary: bool = False
     added: list[tuple[int, str]] = field(default_factory=list)
     removed: list[tuple[int, str]] = field(default_factory=list)
+    blocks: list[tuple[list[str], list[str]]] = field(default_factory=list)
 
 
 def parse_diff(diff: bytes | str) -> list[FileDiff]:
@@ -137,16 +140,24 @@ def _parse_hunk(lines: list[bytes], i: int, rec: FileDiff) -> int:
     old_left = int(m.group(2)) if m.group(2) is not None else 1
     new_left = int(m.group(4)) if m.group(4) is not None else 1
     i += 1
+    block: tuple[list[str], list[str]] | None = None
     while i < len(lines) and (old_left > 0 or new_left > 0):
         line = lines[i]
         tag, body = line[:1], _text(line[1:]).rstrip("\r")
-        if tag == b"+":
-            rec.added.append((new_no, body))
-            new_no, new_left = new_no + 1, new_left - 1
-        elif tag == b"-":
-            rec.removed.append((old_no, body))
-            old_no, old_left = old_no + 1, old_left - 1
+        if tag in (b"+", b"-"):
+            if block is None:
+                block = ([], [])
+                rec.blocks.append(block)
+            if tag == b"+":
+                rec.added.append((new_no, body))
+                block[1].append(body)
+                new_no, new_left = new_no + 1, new_left - 1
+            else:
+                rec.removed.append((old_no, body))
+                block[0].append(body)
+                old_no, old_left = old_no + 1, old_left - 1
         elif tag == b" " or line == b"":  # some tools strip the space of an empty context line
+            block = None
             old_no, new_no = old_no + 1, new_no + 1
             old_left, new_left = old_left - 1, new_left - 1
         elif tag != b"\\":  # "\ No newline at end of file" counts as no line

@@ -1,7 +1,8 @@
 """Running every gate over one context, in a stable order, each exactly once.
 
 The order of :data:`GATE_CODES` is part of bosun's output (reports, JSON, replays list gates in it):
-cheap whole-run facts first, then where the change is, how big, what kind, and what it contains.
+cheap whole-run facts first, then where the change is (locked paths, the harness around the
+tests), how big, what kind, and what it contains.
 A gate that raises is reported as failed with the error, never skipped: a bug in a gate must not
 let a change through.
 """
@@ -11,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bosun.changes import GateResult
-from bosun.gates import binary, outcome, paths, secrets, size, testharness, tests_weakened
+from bosun.gates import (
+    binary,
+    entrypoints,
+    harness,
+    outcome,
+    paths,
+    secrets,
+    shadowing,
+    size,
+    testharness,
+    tests_weakened,
+)
 from bosun.gates.context import GateContext
 
 Gate = Callable[[GateContext], GateResult]
@@ -20,6 +32,10 @@ GATES: tuple[tuple[str, Gate], ...] = (
     (outcome.NO_CHANGES, outcome.check_no_changes),
     (outcome.VERIFY_FAILED, outcome.check_verify),
     (paths.LOCKED_PATH_CHANGED, paths.check_locked),
+    (harness.GIT_RULES_CHANGED, harness.check_git_rules),
+    (harness.PYTHON_STARTUP_CHANGED, harness.check_python_startup),
+    (shadowing.MODULE_SHADOWED, shadowing.check_shadowing),
+    (entrypoints.VERIFY_ENTRY_CHANGED, entrypoints.check_entry_points),
     (paths.OUT_OF_SCOPE, paths.check_scope),
     (size.EXCESSIVE_DELETION, size.check_deletion),
     (size.TOO_MANY_FILES, size.check_file_count),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bosun.changes import FileChange, GateResult
 from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.diffparse import FileDiff
 
 EXCESSIVE_DELETION = "EXCESSIVE_DELETION"
 TOO_MANY_FILES = "TOO_MANY_FILES"
@@ -28,8 +29,11 @@ DIFF_TOO_LARGE = "DIFF_TOO_LARGE"
 SMALL_FILE_LINES = 20
 
 
-def deletion_problem(change: FileChange, base_lines: int | None, ceiling: int) -> str | None:
-    """Why this file's deletions are excessive, or None when they are not."""
+def deletion_problem(change: FileChange, base_lines: int | None, ceiling: int, replaced: int = 0) -> str | None:
+    """Why this file's deletions are excessive, or None when they are not.
+
+    ``replaced`` is how many of the deleted lines were replaced rather than removed (rule 2).
+    """
     if change.binary:
         return None
     deleted = change.deleted
@@ -39,17 +43,28 @@ def deletion_problem(change: FileChange, base_lines: int | None, ceiling: int) -
         return f"{change.path} (deleted, {base_lines} lines)"
     if deleted > max(ceiling, 1):
         return f"{change.path} ({deleted} lines deleted, limit {ceiling})"
-    if base_lines and deleted > SMALL_FILE_LINES and deleted * 2 > base_lines:
-        return f"{change.path} ({deleted} of {base_lines} lines deleted)"
+    removed = deleted - min(replaced, deleted)
+    if base_lines and removed > SMALL_FILE_LINES and removed * 2 > base_lines:
+        detail = f"{removed} of {base_lines} lines removed"
+        return f"{change.path} ({detail}, {replaced} more replaced)" if replaced else f"{change.path} ({detail})"
     return None
+
+
+def replaced_lines(fdiff: FileDiff | None) -> int:
+    """Deleted lines of a file that non-blank added lines replace, run by run."""
+    if fdiff is None:
+        return 0
+    return sum(min(len(removed), sum(1 for a in added if a.strip())) for removed, added in fdiff.blocks)
 
 
 def check_deletion(ctx: GateContext) -> GateResult:
     ceiling = ctx.task.limits.max_deleted_lines
+    diffs = {f.path: f for f in ctx.diff_files}
     problems = []
     for change in ctx.changes:
         base = ctx.base_line_count(change.old_path or change.path)
-        problem = deletion_problem(change, base, ceiling)
+        replaced = 0 if change.status[:1] == "D" else replaced_lines(diffs.get(change.path))
+        problem = deletion_problem(change, base, ceiling, replaced)
         if problem:
             problems.append(problem)
     if problems:

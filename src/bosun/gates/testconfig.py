@@ -13,6 +13,12 @@ changing them is the cheapest way to make a failing suite pass:
 The file is found at any depth (a monorepo has one per package). Sections are compared parsed, so
 reformatting is not a change; a changed file that does not parse (before or after) counts as changed,
 since nobody can say what the runner would make of it.
+
+A new tox environment (a ``[tool.tox.env.NAME]`` table or a ``[testenv:NAME]`` section that did not
+exist) changes nothing that already runs, so it is described as an addition (:data:`NEW_ENV`) that
+still needs the user's approval, not as tampering. It is tampering after all when a verify command
+selects that environment (``tox -e NAME``, ``TOXENV``, ``-e ALL``) or selects environments by label
+(``tox -m``), since then the worker's new table decides what verification runs.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from typing import Any
 from bosun.changes import FileChange
 
 PACKAGE_JSON_KEYS = ("scripts", "jest", "vitest", "mocha")
+NEW_ENV = "(adds a tox environment; nothing that ran before changes)"
+# Stands for "every environment may be selected": any new one is tampering.
+ANY_ENV = "*"
 SETUP_CFG_SECTIONS = ("tool:pytest", "pytest", "tox:tox")
 
 
@@ -34,20 +43,50 @@ class _Unparsable(Exception):
 
 
 def locked_sections(
-    change: FileChange, base_text: Callable[[str], str | None], new_text: Callable[[str], str | None]
+    change: FileChange,
+    base_text: Callable[[str], str | None],
+    new_text: Callable[[str], str | None],
+    selected_envs: frozenset[str] = frozenset({ANY_ENV}),
 ) -> list[str]:
-    """Descriptions ("pyproject.toml [tool.pytest.ini_options]") of locked sections the change alters."""
+    """Descriptions ("pyproject.toml [tool.pytest.ini_options]") of locked sections the change alters.
+
+    ``selected_envs`` are the tox environments verification selects by name (:data:`ANY_ENV`: any);
+    a new environment outside them is reported with :data:`NEW_ENV`.
+    """
     found: list[str] = []
     if change.status[:1] == "R" and change.old_path and change.old_path != change.path:
         # A rename moves the config away from where the runner looks: the old place loses it all.
-        found += _compare(change.old_path, base_text(change.old_path), None)
-        found += _compare(change.path, base_text(change.path), new_text(change.path))
+        found += _compare(change.old_path, base_text(change.old_path), None, selected_envs)
+        found += _compare(change.path, base_text(change.path), new_text(change.path), selected_envs)
     else:
-        found += _compare(change.path, base_text(change.path), new_text(change.path))
+        found += _compare(change.path, base_text(change.path), new_text(change.path), selected_envs)
     return found
 
 
-def _compare(path: str, before: str | None, after: str | None) -> list[str]:
+def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]]) -> frozenset[str]:
+    """Tox environments the given (argv, env) invocations select by name; :data:`ANY_ENV` for "any"."""
+    names: set[str] = set()
+    for argv, env in invocations:
+        if not argv or argv[0].rsplit("/", 1)[-1] != "tox":
+            continue
+        names.update(n for n in env.get("TOXENV", "").split(",") if n)
+        words = list(argv[1:])
+        for i, word in enumerate(words):
+            value = None
+            if word in ("-e", "--env", "-m", "--labels", "-f", "--factors") and i + 1 < len(words):
+                value = words[i + 1]
+            elif word.startswith(("-e=", "--env=")):
+                value = word.split("=", 1)[1]
+            elif word.startswith("-e") and len(word) > 2:
+                value = word[2:]
+            if word in ("-m", "--labels", "-f", "--factors") or word.startswith(("--labels=", "--factors=")):
+                return frozenset({ANY_ENV})  # labels and factors are declared inside the tables themselves
+            if value is not None:
+                names.update(n.strip() for n in value.split(",") if n.strip())
+    return frozenset({ANY_ENV}) if "ALL" in names else frozenset(names)
+
+
+def _compare(path: str, before: str | None, after: str | None, selected: frozenset[str]) -> list[str]:
     name = path.rsplit("/", 1)[-1]
     extract = _EXTRACTORS.get(name)
     if extract is None or before == after:
@@ -56,7 +95,18 @@ def _compare(path: str, before: str | None, after: str | None) -> list[str]:
         old, new = extract(before), extract(after)
     except _Unparsable:
         return [f"{path} (does not parse, so its test configuration cannot be checked)"]
-    return [f"{path} {section}" for section in _differences(old, new)]
+    return [f"{path} {section}" for section in _differences(old, new, selected)]
+
+
+def _is_new_env(table: str, before: Any, after: Any, selected: frozenset[str]) -> bool:
+    """``table`` ("tool.tox.env.docs" or "testenv:docs") is a tox environment this change adds, unselected."""
+    if before is not None or not isinstance(after, dict) or ANY_ENV in selected:
+        return False
+    for prefix in ("tool.tox.env.", "testenv:"):
+        if table.startswith(prefix):
+            env = table[len(prefix) :]
+            return bool(env) and "." not in env and env not in selected
+    return False
 
 
 def _pyproject(text: str | None) -> dict[str, Any]:
@@ -106,7 +156,7 @@ _EXTRACTORS: dict[str, Callable[[str | None], dict[str, Any]]] = {
 }
 
 
-def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _differences(old: dict[str, Any], new: dict[str, Any], selected: frozenset[str]) -> list[str]:
     """Names of the sections that differ, as specific as a nested TOML table allows."""
     out: list[str] = []
     for key in list(dict.fromkeys([*old, *new])):
@@ -114,7 +164,9 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if a == b:
             continue
         if key.startswith("[tool.") and _table_or_absent(a) and _table_or_absent(b):
-            out += _table_differences(key[1:-1], a or {}, b or {})
+            out += _table_differences(key[1:-1], a or {}, b or {}, selected)
+        elif _is_new_env(key[1:-1], a, b, selected):
+            out.append(f"{key} {NEW_ENV}")
         else:
             out.append(key)
     return out
@@ -124,7 +176,7 @@ def _table_or_absent(value: Any) -> bool:
     return value is None or isinstance(value, dict)
 
 
-def _table_differences(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def _table_differences(name: str, a: dict[str, Any], b: dict[str, Any], selected: frozenset[str]) -> list[str]:
     """The tables below ``name`` that differ; never empty when ``a != b``."""
     # "[tool.pytest.ini_options]" says more than "[tool.pytest]" when only the subtable changed.
     out: list[str] = []
@@ -133,8 +185,10 @@ def _table_differences(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[
         x, y = a.get(key), b.get(key)
         if x == y:
             continue
-        if _table_or_absent(x) and _table_or_absent(y):
-            out += _table_differences(f"{name}.{key}", x or {}, y or {})
+        if _is_new_env(f"{name}.{key}", x, y, selected):
+            out.append(f"[{name}.{key}] {NEW_ENV}")
+        elif _table_or_absent(x) and _table_or_absent(y):
+            out += _table_differences(f"{name}.{key}", x or {}, y or {}, selected)
         else:
             own_change = True
     if own_change or not out:

@@ -129,6 +129,9 @@ class Settings(BaseModel):
     profiles: dict[str, Profile] = Field(default_factory=dict)
     callers: dict[str, str] = Field(default_factory=dict)
     notify: Notify = Field(default_factory=Notify)
+    sandbox: Literal["auto", "required", "off"] = Field(
+        default="auto", description="kernel sandbox for workers: on where the kernel allows it, required, or off"
+    )
 
     @field_validator("profiles")
     @classmethod

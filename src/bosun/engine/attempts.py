@@ -21,6 +21,7 @@ from bosun.config import Profile, Settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import record
 from bosun.engine.prompt import render_prompt
+from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
     ErrorClass,
@@ -29,6 +30,7 @@ from bosun.workers.base import (
     WorkerResult,
     ev_error,
     ev_message,
+    ev_sandbox,
 )
 
 DEFAULT_COOLDOWN_S = 15 * 60
@@ -78,6 +80,36 @@ def worker_env(profile: Profile, home: Path, tmp: Path, guard_env: dict[str, str
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", os.defpath)
     env.update(guard)
     return env
+
+
+def sandbox_plan(settings: Settings) -> tuple[bool, dict[str, Any]]:
+    """Whether workers run confined, and what the run reports as enforced.
+
+    Raises ``SandboxFailed`` when the setting is ``required`` and this machine cannot enforce it.
+    """
+    from bosun.sandbox import SandboxFailed, probe
+
+    support = probe()
+    report = support.to_dict()
+    if settings.sandbox == "off":
+        return False, {**report, "mechanism": "none", "network": "not enforced", "reason": "sandbox = \"off\""}
+    if support.mechanism == "none":
+        if settings.sandbox == "required":
+            raise SandboxFailed(
+                "sandbox = \"required\" but this machine cannot confine workers: the kernel has no "
+                "Landlock (Linux 5.13+ with Landlock in the `lsm=` boot list); the worker was not started"
+            )
+        return False, {**report, "reason": "the kernel has no Landlock: writes are not confined"}
+    return True, report
+
+
+def worker_confinement(run: dict[str, Any], home: Path, tmp: Path) -> Confinement:
+    """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
+    repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
+    records or other runs, not the user's HOME."""
+    from bosun.sandbox import Confinement
+
+    return Confinement(writable=(Path(run["worktree"]), home, tmp))
 
 
 def _worktree_changed(run: dict[str, Any]) -> bool:
@@ -135,6 +167,17 @@ def run_attempts(
     if chain[0].name != first.name:
         emit(ev_message(f"profile {first.name} is in cooldown ({store.cooldowns()[first.name]['reason'][:120]}); "
                         f"starting with {chain[0].name}", role="system"))
+    from bosun.sandbox import SandboxFailed
+
+    try:
+        confined, sandbox_report = sandbox_plan(settings)
+    except SandboxFailed as exc:
+        emit(ev_error(exc.message, ErrorClass.permanent))
+        store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
+        failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
+        return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
+    store.merge_data(run_id, sandbox=sandbox_report)
+    emit(ev_sandbox(sandbox_report))
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -172,6 +215,7 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
+                confine=worker_confinement(run, home, tmp) if confined else None,
             )
             result = worker.run(wctx)
             if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):

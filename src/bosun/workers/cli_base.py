@@ -17,6 +17,7 @@ from bosun.workers.base import (
     Usage,
     WorkerContext,
     WorkerResult,
+    ev_contained,
     ev_error,
 )
 from bosun.workers.classify import classify_failure, classify_text, parse_retry_after
@@ -62,6 +63,8 @@ def run_cli(
             return True
         return bool(ctx.should_stop and ctx.should_stop())
 
+    from bosun.sandbox import SandboxFailed
+
     env = {**env, proc.TOKEN_VAR: proc.new_token()}
     try:
         res = proc.run_supervised(
@@ -74,14 +77,20 @@ def run_cli(
             on_line=on_line,
             on_start=ctx.on_start,
             should_stop=should_stop,
+            confine=ctx.confine,
         )
     except FileNotFoundError:
         msg = f"worker program not found: {argv[0]}"
         ctx.emit(ev_error(msg, ErrorClass.permanent))
         return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+    except SandboxFailed as exc:
+        ctx.emit(ev_error(exc.message, ErrorClass.permanent))
+        return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
     finally:
-        # CLIs start shell commands in sessions of their own, out of reach of the group kill.
+        # A second net behind process containment: anything still carrying the worker's token.
         proc.reap_strays(env[proc.TOKEN_VAR])
+    if res.contained:
+        ctx.emit(ev_contained(res.contained))
     return finish_result(ctx, parser.state, res, steps_exceeded[0])
 
 

@@ -291,6 +291,7 @@ def run_supervised(
     started = time.monotonic()
     containment = reaper.enable()
     prepared = prepare(confine) if confine is not None else None
+    pending = reaper.begin() if containment else None
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -309,7 +310,7 @@ def run_supervised(
         if prepared is not None:
             prepared.close()
     pgid = proc.pid
-    step = reaper.register(pgid) if containment else None
+    step = reaper.register(pending, pgid) if pending is not None else None
     try:
         return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
                           on_start, should_stop, stdout_grace_s, step)

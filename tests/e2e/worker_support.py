@@ -141,9 +141,14 @@ def check_read_only(
     assert not errors, errors
     assert res["final_message"] == script[-1]["say"], res
     results = [e for e in events(res) if e["type"] == "tool_result"]
-    assert all(e["ok"] for e in results if not e["denied"]), results
+    failed = [e for e in results if not e["ok"]]
     if script is READ_ONLY_EDIT_SCRIPT:
-        assert [e["denied"] for e in results if not e["ok"]] == [True], results
+        assert len(failed) == 1, results
+        # The CLI's own refusal is marked denied; under bosun's kernel sandbox the write may instead
+        # fail with EACCES before the CLI's own rules are consulted.
+        assert failed[0]["denied"] or res["sandbox"]["mechanism"] == "landlock", results
+    else:
+        assert all(e["denied"] for e in failed), results
     assert "return a - b" in (repo / "src" / "calc.py").read_text()
     worktree = Path(res["worktree"]) / "src" / "calc.py"
     assert not worktree.exists() or "return a - b" in worktree.read_text()

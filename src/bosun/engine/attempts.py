@@ -103,13 +103,22 @@ def sandbox_plan(settings: Settings) -> tuple[bool, dict[str, Any]]:
     return True, report
 
 
-def worker_confinement(run: dict[str, Any], home: Path, tmp: Path) -> Confinement:
+def worker_confinement(run: dict[str, Any], home: Path, tmp: Path, read_only: bool) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
     repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
-    records or other runs, not the user's HOME."""
+    records or other runs, not the user's HOME. ``read_only`` (explore and review modes, review
+    turns): not the worktree either."""
     from bosun.sandbox import Confinement
 
-    return Confinement(writable=(Path(run["worktree"]), home, tmp))
+    own = (home, tmp)
+    return Confinement(writable=own if read_only else (Path(run["worktree"]), *own))
+
+
+def kernel_read_only(task: TaskContract) -> bool:
+    """Modes that may not edit (explore, review: self-review turns too) get a worktree the kernel
+    will not let them write. Test mode keeps it writable: test runners write caches and reports
+    beside the code (a change shows in the diff)."""
+    return task.mode in (Mode.explore, Mode.review)
 
 
 def _worktree_changed(run: dict[str, Any]) -> bool:
@@ -161,6 +170,9 @@ def run_attempts(
             on_event(full)
 
     first = settings.profile(profile_name or run["profile"])
+    from bosun.redaction import register_key_names
+
+    register_key_names([n for p in settings.profiles.values() if (n := p.api_key_env)])
     cooling = set(store.cooldowns())
     # A resumed session belongs to the profile that created it: no fallbacks across sessions.
     chain = [first] if resume or fresh_session else fallback_chain(settings, first, cooling)
@@ -215,9 +227,11 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
-                confine=worker_confinement(run, home, tmp) if confined else None,
+                confine=worker_confinement(run, home, tmp, kernel_read_only(task))
+                if confined else None,
             )
             result = worker.run(wctx)
+            _redact_result(result)
             if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):
                 # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.
                 result.status, result.error_class, result.error_message = "cancelled", None, "cancelled"
@@ -253,6 +267,16 @@ def run_attempts(
         outcome.hint = _failure_hint(outcome.result, len(chain))
     _clear_tmp(rdir / "tmp")
     return outcome
+
+
+def _redact_result(result: WorkerResult) -> None:
+    """The worker's own words are stored and shown: no key value or credential in them."""
+    from bosun.redaction import redact_text
+
+    for attr in ("error_message", "final_text", "stderr_tail"):
+        value = getattr(result, attr)
+        if value:
+            setattr(result, attr, redact_text(value))
 
 
 CANCEL_POLL_S = 0.25  # one indexed read of the run row: cheap enough to keep `bosun cancel` prompt

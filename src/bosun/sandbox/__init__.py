@@ -172,8 +172,10 @@ def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
             if leads_to_denied(entry):
                 todo.append(entry)
                 continue
-            # A symlink is granted as its target: never one that leads into a denied path.
-            if is_denied(Path(os.path.realpath(entry))):
+            # A symlink is granted as its target: never one inside a denied path or above one
+            # (a link to an ancestor would grant the whole subtree, the denied path included).
+            target = Path(os.path.realpath(entry))
+            if target != entry and (is_denied(target) or leads_to_denied(target)):
                 continue
             rs.allow_path(entry, ll.READ_RIGHTS)
 

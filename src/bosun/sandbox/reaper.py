@@ -111,9 +111,15 @@ def _subtree(root: int, kids: dict[int, list[int]]) -> list[int]:
     return out
 
 
-def register(main_pid: int) -> Step:
+def begin() -> Step:
+    """Note bosun's children before the step's process starts: they are never its orphans. Taken
+    before the fork, because a fast double fork can re-parent a daemon to bosun within a millisecond."""
     me = os.getpid()
-    step = Step(main_pid, {p.pid for p in _snapshot().values() if p.ppid == me})
+    return Step(0, {p.pid for p in _snapshot().values() if p.ppid == me})
+
+
+def register(step: Step, main_pid: int) -> Step:
+    step.main_pid = main_pid
     with _lock:
         _steps[main_pid] = step
     return step

@@ -65,6 +65,13 @@ def run_cli(
 
     from bosun.sandbox import SandboxFailed
 
+    leaked = key_on_argv(ctx, argv)
+    if leaked:
+        # Every process on the machine can read another's argv (/proc/PID/cmdline, ps).
+        msg = (f"the value of {leaked} would be on the worker's command line, readable by every process "
+               "on this machine; pass keys through the profile's api_key_env only")
+        ctx.emit(ev_error(msg, ErrorClass.permanent))
+        return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
     env = {**env, proc.TOKEN_VAR: proc.new_token()}
     try:
         res = proc.run_supervised(
@@ -92,6 +99,15 @@ def run_cli(
     if res.contained:
         ctx.emit(ev_contained(res.contained))
     return finish_result(ctx, parser.state, res, steps_exceeded[0])
+
+
+def key_on_argv(ctx: WorkerContext, argv: Sequence[str]) -> str | None:
+    """The name of a profile key variable whose value appears in ``argv``, if any."""
+    for name in ctx.profile.key_env_names():
+        value = ctx.env.get(name) or ""
+        if len(value) >= 8 and any(value in arg for arg in argv):
+            return name
+    return None
 
 
 def finish_result(

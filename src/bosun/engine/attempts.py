@@ -103,6 +103,15 @@ def sandbox_plan(settings: Settings) -> tuple[bool, dict[str, Any]]:
     return True, report
 
 
+def attempt_sandbox(report: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """What confines this attempt's worker: the kernel for every process, or for the native worker
+    (which starts none) its own file tools."""
+    if profile.adapter == "native":
+        return {**report, "mechanism": "in-process",
+                "reason": "the native worker starts no processes; its file tools confine every path to the worktree"}
+    return report
+
+
 def worker_confinement(run: dict[str, Any], home: Path, tmp: Path, read_only: bool) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
     repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
@@ -188,8 +197,6 @@ def run_attempts(
         store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
         failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
         return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
-    store.merge_data(run_id, sandbox=sandbox_report)
-    emit(ev_sandbox(sandbox_report))
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -199,6 +206,9 @@ def run_attempts(
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
+        enforced = attempt_sandbox(sandbox_report, profile) if confined else sandbox_report
+        store.merge_data(run_id, sandbox=enforced)
+        emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
         missing = _missing_key(profile)
         if missing:

@@ -286,14 +286,18 @@ def run_supervised(
     Raises ``FileNotFoundError`` when the program does not exist and ``SandboxFailed`` when the
     kernel refused the confinement (the program never ran).
     """
-    from bosun.sandbox import SandboxFailed, prepare, reaper
+    from bosun.sandbox import SandboxFailed, prepare, reaper, spawn
 
     started = time.monotonic()
     containment = reaper.enable()
-    prepared = prepare(confine) if confine is not None else None
-    pending = reaper.begin() if containment else None
     try:
-        proc = subprocess.Popen(
+        prepared = prepare(confine) if confine is not None else None
+    except OSError as exc:
+        raise SandboxFailed(f"the kernel refused the sandbox for {argv[0]}: {exc}") from None
+    pending = reaper.begin() if containment else None
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             list(argv),
             cwd=str(cwd),
             env=dict(env),
@@ -302,10 +306,10 @@ def run_supervised(
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=prepared.preexec if prepared is not None else None,
         )
-    except subprocess.SubprocessError as exc:
-        raise SandboxFailed(f"the kernel refused to confine {argv[0]}: {exc}") from None
+
+    try:
+        proc = spawn(prepared, start) if prepared is not None else start()
     finally:
         if prepared is not None:
             prepared.close()

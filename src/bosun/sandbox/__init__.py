@@ -1,23 +1,28 @@
 """Kernel confinement for untrusted processes (workers and the commands that run their code).
 
 ``Confinement`` says what a process may write (and, optionally, what it may not read and which TCP
-ports it may connect to). ``prepare`` turns it into a Landlock ruleset in the parent and returns the
-function to run in the child between fork and exec; ``probe`` says what this kernel enforces.
+ports it may connect to). ``prepare`` turns it into a Landlock ruleset in the parent; ``spawn``
+starts the child confined; ``probe`` says what this kernel enforces.
 
-Why ``preexec_fn`` and not a re-exec wrapper (``python -m ...``): the wrapper costs a Python start
-(20-40 ms) per worker, over the 10 ms budget. Everything that allocates, opens paths or can fail in
-an interesting way (the ruleset, every rule) is done in the parent; the child only makes two
-syscalls through ctypes objects built beforehand (``prctl(PR_SET_NO_NEW_PRIVS)`` and
-``landlock_restrict_self``), which take no locks another thread could hold at fork time.
+How the child gets confined: neither ``preexec_fn`` nor a re-exec wrapper. ``landlock_restrict_self``
+and ``PR_SET_NO_NEW_PRIVS`` apply to the calling *thread* (Landlock ABI < 8 has no other mode, and
+bosun asks for none), and a child inherits the credentials of the thread that forked it. So
+``spawn`` restricts a short-lived thread of its own and calls ``subprocess.Popen`` from it: the
+child starts already confined, through the ordinary vfork path, with no Python code between fork
+and exec (``preexec_fn`` forces a full fork and runs Python in the child: about 6 ms more per start
+and unsafe with threads; a ``python -m`` wrapper costs a Python start, 20-40 ms). The thread ends
+right after the spawn, so nothing else in bosun ever runs confined.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from bosun.errors import BosunError
 from bosun.sandbox import landlock as ll
@@ -102,14 +107,43 @@ def probe() -> Support:
 
 @dataclass
 class Prepared:
-    """A ruleset built in the parent. ``preexec`` runs in the child; ``close`` in the parent after
-    the child started (the child holds its own copy of the fd until exec closes it)."""
+    """A ruleset built in the parent, ready for ``spawn``; ``close`` it once the child started."""
 
     ruleset: ll.Ruleset
-    preexec: Callable[[], None]
 
     def close(self) -> None:
         self.ruleset.close()
+
+
+T = TypeVar("T")
+
+
+def spawn(prepared: Prepared, start: Callable[[], T]) -> T:
+    """Call ``start`` (which forks and execs, e.g. ``subprocess.Popen``) from a thread confined by
+    ``prepared``, so the child and everything it starts are confined. Raises ``SandboxFailed`` when
+    the kernel refuses the ruleset (the child never starts)."""
+    box: dict[str, Any] = {}
+    fd = prepared.ruleset.fd
+
+    def confined() -> None:
+        try:
+            ll.restrict_self(fd)
+        except OSError as exc:
+            box["refused"] = exc
+            return
+        try:
+            box["value"] = start()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=confined, name="bosun-sandbox-spawn")
+    thread.start()
+    thread.join()
+    if "refused" in box:
+        raise SandboxFailed(f"the kernel refused the sandbox: {box['refused']}")
+    if "error" in box:
+        raise box["error"]
+    return cast(T, box["value"])
 
 
 def prepare(confine: Confinement, abi: int | None = None) -> Prepared:
@@ -130,13 +164,7 @@ def prepare(confine: Confinement, abi: int | None = None) -> Prepared:
     except BaseException:
         rs.close()
         raise
-    fd = rs.fd
-    restrict = ll.restrict_self
-
-    def preexec() -> None:
-        restrict(fd)
-
-    return Prepared(rs, preexec)
+    return Prepared(rs)
 
 
 def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
@@ -181,9 +209,9 @@ def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
 
 
 def apply_to_self(confine: Confinement) -> None:
-    """Confine the calling process for good (tests and the benchmark use it in a forked child)."""
+    """Confine the calling thread for good (a forked test child uses it)."""
     prepared = prepare(confine)
     try:
-        prepared.preexec()
+        ll.restrict_self(prepared.ruleset.fd)
     finally:
         prepared.close()

@@ -311,7 +311,16 @@ def test_explore_mode_answers_without_changes(cli, repo, tmp_path):
     assert gate(res, "NO_CHANGES")["ok"] is True
 
 
+def test_review_mode_cannot_write_the_worktree(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
+    code, res = delegate(cli, repo, task, "--profile", "fix")
+    assert code == 1 and res["state"] == "failed", res  # the kernel refused the edit: the worker crashed
+    assert "return a - b  # bug" in (Path(res["worktree"]) / "src" / "calc.py").read_text()
+
+
 def test_explore_mode_that_changes_files_is_rejected(cli, repo, tmp_path):
+    # Without the kernel sandbox, bosun's gate is the net.
+    (tmp_path / "no-user-config.toml").write_text('sandbox = "off"\n')
     task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
     code, res = delegate(cli, repo, task, "--profile", "fix")
     # The writes are discarded before the change is judged: the change is empty, the run is not.

@@ -101,6 +101,28 @@ def test_writes_outside_the_worktree_are_refused_by_the_kernel(cli, repo, task_f
     assert next(e for e in events(res) if e["type"] == "sandbox")["mechanism"] == "landlock"
 
 
+def test_with_private_reads_the_users_repository_and_bosuns_records_are_unreadable(cli, repo, task_file, tmp_path,
+                                                                                   isolated_home):
+    config = tmp_path / "no-user-config.toml"
+    config.write_text('sandbox_reads = "worktree"\n')
+    code, other = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0, other  # the git guard, the task file and the worktree stay readable
+    holdout = repo / "holdout.txt"  # a file of the user's that is not in the worktree
+    holdout.write_text("expected answers\n")
+    targets = [holdout, repo / "src" / "calc.py", isolated_home / "bosun.db",
+               Path(other["run_dir"]) / "events.jsonl", Path(other["worktree"]) / "src" / "calc.py"]
+    add_profile(config, "reader", "read", *map(str, targets))
+    before = user_state(repo)
+
+    code, res = delegate(cli, repo, task_file, "reader")
+
+    report = next(json.loads(e["text"]) for e in events(res) if e["type"] == "message" and '"attempts"' in e["text"])
+    assert report["done"] == [] and report["refused"] == len(targets), report
+    assert code == 0 and res["state"] == "verified", res
+    assert res["sandbox"]["reads"] == "worktree"
+    assert user_state(repo) == before
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -137,3 +137,16 @@ def test_a_step_ending_leaves_another_running_steps_processes_alone(tmp_path):
     tb.join()
     assert not _alive(pid)
     assert pid in [k["pid"] for k in results["b"].contained]
+
+
+def test_doctor_says_what_this_machine_enforces(cli, tmp_path, monkeypatch):
+    code, out = cli("doctor", "--json", "--repo", str(tmp_path))
+    assert isinstance(out, dict), out
+    sb = out["sandbox"]
+    assert sb["mechanism"] == probe().mechanism and sb["containment"] in ("subreaper", "none")
+    assert sb["setting"] == "auto" and sb["ok"] is True
+    monkeypatch.setenv(PROBE_ENV, "none")
+    (tmp_path / "bosun.toml").write_text('sandbox = "required"\n')
+    code, out = cli("doctor", "--json", "--repo", str(tmp_path))
+    assert out["sandbox"]["mechanism"] == "none" and out["sandbox"]["ok"] is False
+    assert out["ok"] is False and code == 1

@@ -1,6 +1,7 @@
 """A hostile worker for sandbox tests: runs as a real process through the `command` adapter.
 
-Usage: hostile.py write PATH... | hostile.py daemon. The current directory is the worktree.
+Usage: hostile.py write PATH... | hostile.py read PATH... | hostile.py daemon. The current directory
+is the worktree.
 
 ``write`` tries every way it knows to change each PATH (append, truncate, replace by rename, delete,
 create beside it), then makes the honest fix and prints what happened to each attempt.
@@ -49,6 +50,15 @@ def write(paths: list[str]) -> None:
     print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(summary)}))
 
 
+def read(paths: list[str]) -> None:
+    sys.stdin.read()
+    results = [attempt(f"read {p}", lambda p=p: Path(p).read_bytes()) for p in paths]
+    done = [r for r in results if not r.endswith(")")]
+    fix()
+    summary = {"attempts": len(results), "refused": len(results) - len(done), "done": done}
+    print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(summary)}))
+
+
 def daemon() -> None:
     sys.stdin.read()
     pidfile = Path(os.environ["HOME"], "daemon.pid")
@@ -70,5 +80,7 @@ def daemon() -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2:])
+    elif sys.argv[1] == "read":
+        read(sys.argv[2:])
     else:
         daemon()

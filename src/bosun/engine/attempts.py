@@ -112,15 +112,29 @@ def attempt_sandbox(report: dict[str, Any], profile: Profile) -> dict[str, Any]:
     return report
 
 
-def worker_confinement(run: dict[str, Any], home: Path, tmp: Path, read_only: bool) -> Confinement:
+def worker_confinement(
+    run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False
+) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
     repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
     records or other runs, not the user's HOME. ``read_only`` (explore and review modes, review
-    turns): not the worktree either."""
+    turns): not the worktree either. ``private_reads``: no reading the user's repository outside
+    the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
+    TMPDIR, git guard and task file."""
     from bosun.sandbox import Confinement
 
+    worktree = Path(run["worktree"])
     own = (home, tmp)
-    return Confinement(writable=own if read_only else (Path(run["worktree"]), *own))
+    writable = own if read_only else (worktree, *own)
+    if not private_reads:
+        return Confinement(writable=writable)
+    rdir = paths.run_dir(run["id"])
+    repo = Path(run["repo"])
+    return Confinement(
+        writable=writable,
+        deny_read=(repo, paths.bosun_home()),
+        readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK),
+    )
 
 
 def kernel_read_only(task: TaskContract) -> bool:
@@ -197,6 +211,8 @@ def run_attempts(
         store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
         failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
         return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
+    if confined:
+        sandbox_report["reads"] = settings.sandbox_reads
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -237,7 +253,8 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
-                confine=worker_confinement(run, home, tmp, kernel_read_only(task))
+                confine=worker_confinement(run, home, tmp, kernel_read_only(task),
+                                           settings.sandbox_reads == "worktree")
                 if confined else None,
             )
             result = worker.run(wctx)

@@ -52,11 +52,13 @@ class SandboxFailed(BosunError):
 @dataclass(frozen=True)
 class Confinement:
     """What a confined process may do: write beneath ``writable`` only; read everything except
-    beneath ``deny_read``; connect over TCP only to ``connect_ports`` (None: any port)."""
+    beneath ``deny_read`` (``readable`` re-opens paths inside a denied one); connect over TCP only
+    to ``connect_ports`` (None: any port)."""
 
     writable: tuple[Path, ...]
     deny_read: tuple[Path, ...] = ()
     connect_ports: tuple[int, ...] | None = None
+    readable: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ def prepare(confine: Confinement, abi: int | None = None) -> Prepared:
     rs = ll.Ruleset(abi, network=confine.connect_ports is not None)
     try:
         _add_read_rules(rs, confine.deny_read)
+        for path in confine.readable if confine.deny_read else ():
+            rs.allow_path(path, ll.READ_RIGHTS)
         for dev in DEVICES_RW:
             rs.allow_path(dev, ll.READ_FILE | ll.WRITE_FILE | ll.TRUNCATE | ll.IOCTL_DEV | ll.READ_DIR)
         write = rs.handled_fs & ~ll.NEVER_GRANTED

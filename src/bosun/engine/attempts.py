@@ -211,8 +211,10 @@ def run_attempts(
         store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
         failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
         return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
+    # Hidden tests live in the user's repository: a run with holdout files reads privately.
+    private_reads = settings.sandbox_reads == "worktree" or bool(getattr(task, "holdout", None))
     if confined:
-        sandbox_report["reads"] = settings.sandbox_reads
+        sandbox_report["reads"] = "worktree" if private_reads else "all"
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -253,8 +255,7 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
-                confine=worker_confinement(run, home, tmp, kernel_read_only(task),
-                                           settings.sandbox_reads == "worktree")
+                confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads)
                 if confined else None,
             )
             result = worker.run(wctx)

@@ -113,9 +113,24 @@ def _subtree(root: int, kids: dict[int, list[int]]) -> list[int]:
 
 def begin() -> Step:
     """Note bosun's children before the step's process starts: they are never its orphans. Taken
-    before the fork, because a fast double fork can re-parent a daemon to bosun within a millisecond."""
+    before the fork, because a fast double fork can re-parent a daemon to bosun within a millisecond.
+    Orphans that exited on their own since the last step are reaped here (no zombie accumulates in
+    a long-lived bosun)."""
     me = os.getpid()
-    return Step(0, {p.pid for p in _snapshot().values() if p.ppid == me})
+    procs = _snapshot()
+    _reap_orphan_zombies(procs)
+    return Step(0, {p.pid for p in procs.values() if p.ppid == me})
+
+
+def _reap_orphan_zombies(procs: dict[int, _Proc]) -> None:
+    """waitpid the zombie children that are adopted orphans: in another session than bosun's (its
+    own children from ``run_quick`` share its session) and no running step's main process (whose
+    ``Popen`` collects it)."""
+    me, my_sid = os.getpid(), os.getsid(0)
+    with _lock:
+        mains = set(_steps)
+    _reap([p.pid for p in procs.values() if p.ppid == me and p.state == "Z" and p.sid != my_sid
+           and p.pid not in mains])
 
 
 def register(step: Step, main_pid: int) -> Step:

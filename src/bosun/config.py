@@ -141,6 +141,13 @@ class Settings(BaseModel):
     profiles: dict[str, Profile] = Field(default_factory=dict)
     callers: dict[str, str] = Field(default_factory=dict)
     notify: Notify = Field(default_factory=Notify)
+    sandbox: Literal["auto", "required", "off"] = Field(
+        default="auto", description="kernel sandbox for workers: on where the kernel allows it, required, or off"
+    )
+    sandbox_reads: Literal["all", "worktree"] = Field(
+        default="all", description="what a sandboxed worker may read: everything, or not the user's repository "
+        "outside its worktree (git metadata excepted) nor bosun's records and other runs"
+    )
 
     @field_validator("profiles")
     @classmethod

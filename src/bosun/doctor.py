@@ -63,7 +63,9 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
         settings = load_settings(repo)
     except BosunError as exc:
         report["config_error"] = {"message": exc.message, "hint": exc.hint}
+        report["sandbox"] = sandbox_report(None)
         return report
+    report["sandbox"] = sandbox_report(settings.sandbox)
     names = [only] if only else sorted(settings.profiles)
     if only:
         settings.profile(only)  # unknown profile: a clear error
@@ -79,6 +81,31 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
 
     report["skills"] = {"installed": installed(repo), "warnings": warnings(repo)}
     return report
+
+
+def sandbox_report(setting: str | None) -> dict[str, Any]:
+    """What this machine enforces around workers, and whether the ``sandbox`` setting is met."""
+    from bosun.sandbox import probe
+
+    support = probe()
+    report: dict[str, Any] = {**support.to_dict(), "setting": setting}
+    report["enforced"] = support.mechanism != "none" and setting != "off"
+    report["ok"] = not (setting == "required" and support.mechanism == "none")
+    return report
+
+
+def _describe_sandbox(sb: dict[str, Any]) -> str:
+    if sb["mechanism"] == "none":
+        what = "NOT enforced: the kernel has no Landlock, workers can write wherever your user can"
+    elif not sb["enforced"]:
+        what = f"off by setting (this kernel could enforce Landlock ABI {sb['abi']})"
+    else:
+        what = (f"Landlock ABI {sb['abi']}: workers write only in their worktree, HOME and TMPDIR; "
+                f"network rules: {'available' if sb['network'] != 'not enforced' else 'not enforced'}")
+    containment = ("every process a worker starts is killed when its step ends (child subreaper)"
+                   if sb["containment"] == "subreaper" else "not enforced")
+    need = "" if sb["ok"] else "\n  problem: sandbox = \"required\" and this kernel cannot enforce it"
+    return f"sandbox ({sb['setting'] or 'auto'}): {what}\nprocess containment: {containment}{need}\n"
 
 
 def _check_adapter(name: str) -> dict[str, Any]:
@@ -113,7 +140,8 @@ def _version_ok(version: str | None, minimum: str | None) -> bool | None:
 
 def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
     report = gather(repo, only, probe)
-    ok = report["git"] and not report["config_error"] and all(p["usable"] for p in report["profiles"])
+    ok = (report["git"] and not report["config_error"] and all(p["usable"] for p in report["profiles"])
+          and report["sandbox"]["ok"])
     if as_json:
         import json
 
@@ -123,6 +151,7 @@ def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
     out(f"git: {report['git'] or 'NOT FOUND (bosun needs git)'}\n")
     if report["config_error"]:
         out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
+    out(_describe_sandbox(report["sandbox"]))
     out("adapters:\n")
     for a in report["adapters"]:
         if not a.get("available"):

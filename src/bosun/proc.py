@@ -8,7 +8,9 @@ Three entry points:
   process group, an explicit environment, stdin fed from a thread, stdout/stderr drained by threads
   into bounded head+tail buffers (the child never blocks on a full pipe), an optional per-line
   callback, a wall timeout and an idle timeout that kill the whole group, and a short grace for
-  children that keep stdout open after the main process exits.
+  children that keep stdout open after the main process exits. With ``confine`` the child is put
+  under a Landlock ruleset between fork and exec (inherited by everything it starts), and when the
+  step ends every process it left behind is stopped and killed (``bosun.sandbox.reaper``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bosun.sandbox import Confinement
+    from bosun.sandbox.reaper import Step
 
 # Environment variables any child may inherit: the basics a CLI needs to find programs, speak the
 # user's locale and reach the network through the user's proxy. Everything else is dropped unless a
@@ -157,6 +164,8 @@ class SupervisedResult:
     idle_timed_out: bool = False
     cancelled: bool = False
     killed_stragglers: bool = False
+    # Processes the step left behind, killed when it ended: [{pid, cmd}].
+    contained: list[dict[str, object]] = field(default_factory=list)
     stdout: BoundedBuffer = field(default_factory=BoundedBuffer)
     stderr: BoundedBuffer = field(default_factory=BoundedBuffer)
 
@@ -266,24 +275,71 @@ def run_supervised(
     on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     stdout_grace_s: float = STDOUT_GRACE_S,
+    confine: Confinement | None = None,
 ) -> SupervisedResult:
     """Run an untrusted command in its own process group with bounded capture and timeouts.
 
     ``on_start`` receives the child's pid (== its process group id) so callers can record it.
     ``should_stop`` is polled; when it returns True the group is terminated (cancellation).
-    Raises ``FileNotFoundError`` when the program does not exist.
+    ``confine`` applies a Landlock ruleset to the child (and so to all its descendants); the caller
+    checks ``bosun.sandbox.probe()`` first. Whatever the step started is killed when it ends.
+    Raises ``FileNotFoundError`` when the program does not exist and ``SandboxFailed`` when the
+    kernel refused the confinement (the program never ran).
     """
+    from bosun.sandbox import SandboxFailed, prepare, reaper, spawn
+
     started = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=str(cwd),
-        env=dict(env),
-        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        close_fds=True,
-    )
+    containment = reaper.enable()
+    try:
+        prepared = prepare(confine) if confine is not None else None
+    except OSError as exc:
+        raise SandboxFailed(f"the kernel refused the sandbox for {argv[0]}: {exc}") from None
+    pending = reaper.begin() if containment else None
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(argv),
+            cwd=str(cwd),
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+    try:
+        proc = spawn(prepared, start) if prepared is not None else start()
+    finally:
+        if prepared is not None:
+            prepared.close()
+    pgid = proc.pid
+    step = reaper.register(pending, pgid) if pending is not None else None
+    try:
+        return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
+                          on_start, should_stop, stdout_grace_s, step)
+    except BaseException:
+        if step is not None:
+            terminate_group(pgid, grace=0.2)
+            reaper.contain(step)
+        raise
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    argv: Sequence[str],
+    started: float,
+    stdin_data: bytes | None,
+    timeout_s: float | None,
+    idle_timeout_s: float | None,
+    on_line: Callable[[str], None] | None,
+    on_start: Callable[[int], None] | None,
+    should_stop: Callable[[], bool] | None,
+    stdout_grace_s: float,
+    step: Step | None,
+) -> SupervisedResult:
+    from bosun.sandbox import reaper
+
     pgid = proc.pid
     if on_start is not None:
         on_start(pgid)
@@ -300,6 +356,7 @@ def run_supervised(
         threading.Thread(target=_feed_stdin, args=(proc, stdin_data), daemon=True).start()
 
     deadline = started + timeout_s if timeout_s else None
+    next_note = 0.0
     while True:
         try:
             proc.wait(timeout=0.05)
@@ -307,6 +364,9 @@ def run_supervised(
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
+        if step is not None and now >= next_note:
+            reaper.note_descendants(step)
+            next_note = now + 0.5
         if deadline is not None and now >= deadline:
             result.timed_out = True
         elif idle_timeout_s and now - activity[0] >= idle_timeout_s:
@@ -328,6 +388,9 @@ def run_supervised(
     if any(r.is_alive() for r in readers) or _group_alive(pgid):
         result.killed_stragglers = _group_alive(pgid)
         terminate_group(pgid, grace=0.2)
+    if step is not None:
+        # Everything else it started (setsid'd daemons, double forks, scrubbed environments).
+        result.contained = [k.to_dict() for k in reaper.contain(step)]
     for r in readers:
         r.join(timeout=2.0)
     for stream in (proc.stdout, proc.stderr):

@@ -84,7 +84,9 @@ def write_report(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
-    write_text_atomic(rdir / record.REPORT, render_markdown(ctx, run, metrics))
+    from bosun.redaction import redact_text
+
+    write_text_atomic(rdir / record.REPORT, redact_text(render_markdown(ctx, run, metrics)))
     return metrics
 
 

@@ -62,6 +62,9 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}
     if data.get("read_only_violation"):
         result["read_only_violation"] = data["read_only_violation"]
+    if data.get("sandbox"):
+        # What the kernel enforced for this run's worker: {mechanism, abi, network, containment}.
+        result["sandbox"] = data["sandbox"]
     unenforced = (data.get("worker") or {}).get("unenforced")
     if unenforced:
         # Safety rules this worker CLI could not enforce for this run (bosun's gates still apply).

@@ -31,13 +31,13 @@ def test_sigkill_during_work_then_recover_completes(repo, task_file, isolated_ho
     deadline = time.monotonic() + 60
     marker = None
     while time.monotonic() < deadline and marker is None:
-        for d in runs.glob("*/fixed") if runs.exists() else []:
+        for d in runs.glob("*/home/*/fixed") if runs.exists() else []:
             marker = d
         time.sleep(0.1)
     assert marker is not None, "the worker never reached its fix"
     os.kill(proc.pid, signal.SIGKILL)  # bosun dies; its worker (own process group) is orphaned
     proc.wait()
-    run_id = marker.parent.name
+    run_id = marker.parents[2].name
     out = run_bosun("show", run_id, "--json")
     assert json.loads(out.stdout)["state"] == "working"
     out = run_bosun("recover", run_id, "--json")

@@ -71,7 +71,6 @@ def test_auto_approve_lands_and_reports(cli, repo, task_file):
         ("fake_key", "SECRET_DETECTED"),
         ("noop", "NO_CHANGES"),
         ("escape_symlink", "SYMLINK_CHANGE"),
-        ("escape_dotdot", "SYMLINK_CHANGE"),
     ],
 )
 def test_hostile_or_useless_workers_are_rejected(cli, repo, task_file, mode, code):
@@ -84,6 +83,24 @@ def test_hostile_or_useless_workers_are_rejected(cli, repo, task_file, mode, cod
     # A rejected run cannot be approved.
     exit_code, res = cli("approve", res["id"], "--json")
     assert exit_code == 3 and res["error"]["code"] == "APPROVE_REFUSED"
+
+
+def test_a_write_next_to_the_worktree_is_refused_by_the_kernel(cli, repo, task_file):
+    before = user_state(repo)
+    exit_code, res = delegate(cli, repo, task_file, "--profile", "escape_dotdot")
+    assert exit_code == 1 and res["state"] == "failed", res
+    assert "Permission denied" in res["error"]["message"] or "PermissionError" in res["error"]["message"]
+    assert not (Path(res["worktree"]).parent / "escaped.txt").exists()
+    assert user_state(repo) == before
+
+
+def test_without_the_sandbox_a_write_next_to_the_worktree_is_a_red_gate(cli, repo, task_file, tmp_path):
+    # The second net: bosun's own check of the worktree's surroundings, for machines without Landlock.
+    (tmp_path / "no-user-config.toml").write_text('sandbox = "off"\n')
+    exit_code, res = delegate(cli, repo, task_file, "--profile", "escape_dotdot")
+    assert exit_code == 3, res
+    assert gate(res, "SYMLINK_CHANGE")["ok"] is False
+    assert res["sandbox"]["mechanism"] == "none"
 
 
 def test_verification_is_bosuns_not_the_workers(cli, repo, tmp_path):
@@ -231,7 +248,7 @@ def test_git_guard_stops_history_changes(cli, repo, task_file, tmp_path):
     before = user_state(repo)
     code, res = delegate(cli, repo, task_file, "--profile", "git_attack")
     assert code == 0, res
-    results = json.loads((Path(res["run_dir"]) / "git_attack.json").read_text())
+    results = json.loads((Path(res["run_dir"]) / "home" / "git_attack" / "git_attack.json").read_text())
     # `git stash` may find nothing to save once the blocked `reset --hard` has reset the files (reset
     # touches the tree before its ref update is refused); the stash list check below covers it.
     assert all(rc != 0 for name, rc in results.items() if name != "abs_stash"), json.dumps(results)
@@ -294,7 +311,16 @@ def test_explore_mode_answers_without_changes(cli, repo, tmp_path):
     assert gate(res, "NO_CHANGES")["ok"] is True
 
 
+def test_review_mode_cannot_write_the_worktree(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
+    code, res = delegate(cli, repo, task, "--profile", "fix")
+    assert code == 1 and res["state"] == "failed", res  # the kernel refused the edit: the worker crashed
+    assert "return a - b  # bug" in (Path(res["worktree"]) / "src" / "calc.py").read_text()
+
+
 def test_explore_mode_that_changes_files_is_rejected(cli, repo, tmp_path):
+    # Without the kernel sandbox, bosun's gate is the net.
+    (tmp_path / "no-user-config.toml").write_text('sandbox = "off"\n')
     task = task_yaml(tmp_path / "t.json", mode="review", verify=[])
     code, res = delegate(cli, repo, task, "--profile", "fix")
     # The writes are discarded before the change is judged: the change is empty, the run is not.

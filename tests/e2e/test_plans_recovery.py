@@ -78,7 +78,7 @@ def test_sigkill_mid_wave_then_resume_finishes_without_redoing_work(tmp_path, is
     proc = _spawn("plan", "run", str(plan), "--repo", str(repo), "--json")
     try:
         runs = isolated_home / "runs"
-        _wait_for(lambda: len(list(runs.glob("*/written"))) >= 2 if runs.exists() else False, 40, "b and c to write")
+        _wait_for(lambda: len(list(runs.glob("*/home/*/written"))) >= 2 if runs.exists() else False, 40, "b and c to write")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # bosun dies; its workers (own process groups) live on
         proc.wait()
@@ -121,7 +121,7 @@ def test_cancel_stops_workers_keeps_merged_work_then_abort_cleans_up(tmp_path, i
     proc = _spawn("plan", "run", str(plan), "--repo", str(repo), "--json")
     try:
         runs = isolated_home / "runs"
-        _wait_for(lambda: list(runs.glob("*/written")) if runs.exists() else False, 40, "the slow worker")
+        _wait_for(lambda: list(runs.glob("*/home/*/written")) if runs.exists() else False, 40, "the slow worker")
         plan_id = _plan_id()
         assert plan_id
         out = run_bosun("plan", "cancel", plan_id, "--json")

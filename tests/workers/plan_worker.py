@@ -10,7 +10,7 @@ Instructions, one per prompt line (anything else is ignored):
   @write PATH TEXT...      write TEXT and a newline to PATH (directories are created)
   @derive OUT IN...        write to OUT a line "<id> after <first line of IN>" per input
   @sleep SECONDS           sleep
-  @marker                  create the file `written` in the run directory ($TMPDIR/..)
+  @marker                  create the file `written` in the worker's HOME (inside the run directory)
   @fail                    exit 1 after the steps above
 """
 
@@ -57,7 +57,7 @@ def mode_ok() -> int:
         elif op == "sleep":
             time.sleep(float(args[0]))
         elif op == "marker":
-            Path(os.environ["TMPDIR"], "..", "written").resolve().write_text(str(time.time()))
+            Path(os.environ["HOME"], "written").write_text(str(time.time()))
         elif op == "fail":
             print(json.dumps({"type": "error", "message": "the task told me to fail"}))
             return 1

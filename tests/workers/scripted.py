@@ -143,14 +143,14 @@ def mode_git_attack() -> None:
     for name, argv in attempts.items():
         proc = subprocess.run(argv, capture_output=True, text=True)
         results[name] = proc.returncode
-    Path(os.environ["TMPDIR"], "..", "git_attack.json").resolve().write_text(json.dumps(results))
+    Path(os.environ["HOME"], "git_attack.json").write_text(json.dumps(results))
     fix()  # reset --hard may have undone the fix if it got through
     print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(results)}))
 
 
 def mode_slow_fix() -> None:
     fix()
-    Path(os.environ["TMPDIR"], "..", "fixed").resolve().write_text("1")
+    Path(os.environ["HOME"], "fixed").write_text("1")
     time.sleep(3600)
 
 

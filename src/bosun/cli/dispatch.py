@@ -16,7 +16,9 @@ NULL_RESULT_KEYS = (
 
 
 def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, default=str) + "\n")
+    from bosun.redaction import redact
+
+    sys.stdout.write(json.dumps(redact(json.loads(json.dumps(obj, default=str)))) + "\n")
     sys.stdout.flush()
 
 
@@ -33,9 +35,11 @@ def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, 
 
 
 def print_error(err: BosunError) -> None:
-    sys.stderr.write(f"bosun: error: {err.message}\n")
+    from bosun.redaction import redact_text
+
+    sys.stderr.write(f"bosun: error: {redact_text(err.message)}\n")
     if err.hint:
-        sys.stderr.write(f"  hint: {err.hint}\n")
+        sys.stderr.write(f"  hint: {redact_text(err.hint)}\n")
 
 
 def dispatch(args: argparse.Namespace) -> int:

@@ -46,11 +46,18 @@ def _progress(args: argparse.Namespace) -> Any:
     return event_printer()
 
 
+def _refuse_secret(task: Any, args: argparse.Namespace) -> None:
+    from bosun.redaction import refuse_secret_in_task, task_texts
+
+    refuse_secret_in_task(task_texts(task), args.allow_secret_in_task)
+
+
 def cmd_delegate(args: argparse.Namespace) -> int:
     from bosun.contract import load_contract
     from bosun.engine.lifecycle import delegate
 
     task = load_contract(args.task)
+    _refuse_secret(task, args)
     ctx = _ctx()
 
     def on_prepared(run_id: str) -> None:
@@ -70,6 +77,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import prepare
 
     task = load_contract(args.task)
+    _refuse_secret(task, args)
     ctx = _ctx()
     run = prepare(ctx, task, Path(args.repo), args.profile, wait=args.wait, task_source=str(Path(args.task).resolve()))
     return _finish(args, run, ctx)

@@ -65,12 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-approve", action="store_true", help="approve and integrate when every gate is green")
     p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
     p.add_argument("--quiet", action="store_true", help="no live progress")
+    _secret_flag(p)
     _common(p, repo=True)
 
     p = add("prepare", "create the run and its isolated worktree (no worker yet)")
     p.add_argument("task", help="task contract file (YAML or JSON)")
     p.add_argument("--profile", help="worker profile to use")
     p.add_argument("--wait", action="store_true", help="wait for a free slot at the concurrency cap")
+    _secret_flag(p)
     _common(p, repo=True)
 
     p = add("work", "run the worker on a prepared run (or revise one with --resume)")
@@ -170,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _secret_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-secret-in-task", action="store_true",
+                   help="dispatch even when the task's prompt or acceptance looks like it holds a credential")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.version:
@@ -187,3 +194,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -58,6 +58,8 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     c.add_argument("--no-merge", action="store_true", help="stop at the integration branch; do not land on your branch")
     c.add_argument("--repo", default=".", help="the git repository (default: the current directory)")
     c.add_argument("--quiet", action="store_true", help="no live progress")
+    c.add_argument("--allow-secret-in-task", action="store_true",
+                   help="dispatch even when a task's prompt or acceptance looks like it holds a credential")
     _json(c)
 
     c = add("status", "a plan's state, waves, tasks and runs")
@@ -257,6 +259,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from bosun.plans.runner import start_plan
 
     plan = load_plan_file(args.plan)
+    from bosun.redaction import refuse_secret_in_task, task_texts
+
+    for t in plan.tasks:
+        if t.contract is not None:
+            refuse_secret_in_task(task_texts(t.contract, f"{t.id} "), args.allow_secret_in_task)
     if not args.json:
         for w in plan.warnings:
             sys.stderr.write(f"bosun: warning: {w.message}\n")

@@ -21,6 +21,7 @@ from bosun.config import Profile, Settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import record
 from bosun.engine.prompt import render_prompt
+from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
     ErrorClass,
@@ -29,6 +30,7 @@ from bosun.workers.base import (
     WorkerResult,
     ev_error,
     ev_message,
+    ev_sandbox,
 )
 
 DEFAULT_COOLDOWN_S = 15 * 60
@@ -80,6 +82,68 @@ def worker_env(profile: Profile, home: Path, tmp: Path, guard_env: dict[str, str
     return env
 
 
+def sandbox_plan(settings: Settings) -> tuple[bool, dict[str, Any]]:
+    """Whether workers run confined, and what the run reports as enforced.
+
+    Raises ``SandboxFailed`` when the setting is ``required`` and this machine cannot enforce it.
+    """
+    from bosun.sandbox import SandboxFailed, probe
+
+    support = probe()
+    report = support.to_dict()
+    if settings.sandbox == "off":
+        return False, {**report, "mechanism": "none", "network": "not enforced", "reason": "sandbox = \"off\""}
+    if support.mechanism == "none":
+        if settings.sandbox == "required":
+            raise SandboxFailed(
+                "sandbox = \"required\" but this machine cannot confine workers: the kernel has no "
+                "Landlock (Linux 5.13+ with Landlock in the `lsm=` boot list); the worker was not started"
+            )
+        return False, {**report, "reason": "the kernel has no Landlock: writes are not confined"}
+    return True, report
+
+
+def attempt_sandbox(report: dict[str, Any], profile: Profile) -> dict[str, Any]:
+    """What confines this attempt's worker: the kernel for every process, or for the native worker
+    (which starts none) its own file tools."""
+    if profile.adapter == "native":
+        return {**report, "mechanism": "in-process",
+                "reason": "the native worker starts no processes; its file tools confine every path to the worktree"}
+    return report
+
+
+def worker_confinement(
+    run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False
+) -> Confinement:
+    """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
+    repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
+    records or other runs, not the user's HOME. ``read_only`` (explore and review modes, review
+    turns): not the worktree either. ``private_reads``: no reading the user's repository outside
+    the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
+    TMPDIR, git guard and task file."""
+    from bosun.sandbox import Confinement
+
+    worktree = Path(run["worktree"])
+    own = (home, tmp)
+    writable = own if read_only else (worktree, *own)
+    if not private_reads:
+        return Confinement(writable=writable)
+    rdir = paths.run_dir(run["id"])
+    repo = Path(run["repo"])
+    return Confinement(
+        writable=writable,
+        deny_read=(repo, paths.bosun_home()),
+        readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK),
+    )
+
+
+def kernel_read_only(task: TaskContract) -> bool:
+    """Modes that may not edit (explore, review: self-review turns too) get a worktree the kernel
+    will not let them write. Test mode keeps it writable: test runners write caches and reports
+    beside the code (a change shows in the diff)."""
+    return task.mode in (Mode.explore, Mode.review)
+
+
 def _worktree_changed(run: dict[str, Any]) -> bool:
     from bosun.engine.lifecycle import compute_change
 
@@ -129,12 +193,28 @@ def run_attempts(
             on_event(full)
 
     first = settings.profile(profile_name or run["profile"])
+    from bosun.redaction import register_key_names
+
+    register_key_names([n for p in settings.profiles.values() if (n := p.api_key_env)])
     cooling = set(store.cooldowns())
     # A resumed session belongs to the profile that created it: no fallbacks across sessions.
     chain = [first] if resume or fresh_session else fallback_chain(settings, first, cooling)
     if chain[0].name != first.name:
         emit(ev_message(f"profile {first.name} is in cooldown ({store.cooldowns()[first.name]['reason'][:120]}); "
                         f"starting with {chain[0].name}", role="system"))
+    from bosun.sandbox import SandboxFailed
+
+    try:
+        confined, sandbox_report = sandbox_plan(settings)
+    except SandboxFailed as exc:
+        emit(ev_error(exc.message, ErrorClass.permanent))
+        store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
+        failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
+        return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
+    # Hidden tests live in the user's repository: a run with holdout files reads privately.
+    private_reads = settings.sandbox_reads == "worktree" or bool(getattr(task, "holdout", None))
+    if confined:
+        sandbox_report["reads"] = "worktree" if private_reads else "all"
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -144,6 +224,9 @@ def run_attempts(
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
+        enforced = attempt_sandbox(sandbox_report, profile) if confined else sandbox_report
+        store.merge_data(run_id, sandbox=enforced)
+        emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
         missing = _missing_key(profile)
         if missing:
@@ -172,8 +255,11 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=_cancel_poller(store, run_id),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
+                confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads)
+                if confined else None,
             )
             result = worker.run(wctx)
+            _redact_result(result)
             if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):
                 # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.
                 result.status, result.error_class, result.error_message = "cancelled", None, "cancelled"
@@ -209,6 +295,16 @@ def run_attempts(
         outcome.hint = _failure_hint(outcome.result, len(chain))
     _clear_tmp(rdir / "tmp")
     return outcome
+
+
+def _redact_result(result: WorkerResult) -> None:
+    """The worker's own words are stored and shown: no key value or credential in them."""
+    from bosun.redaction import redact_text
+
+    for attr in ("error_message", "final_text", "stderr_tail"):
+        value = getattr(result, attr)
+        if value:
+            setattr(result, attr, redact_text(value))
 
 
 CANCEL_POLL_S = 0.25  # one indexed read of the run row: cheap enough to keep `bosun cancel` prompt

@@ -32,6 +32,9 @@ class EventLog:
         self._seq = sum(1 for _ in path.open("rb")) if path.exists() else 0
 
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
+        from bosun.redaction import redact
+
+        event = redact(event)  # no key value or recognisable credential is ever written
         with self._lock:
             self._seq += 1
             ev = {"seq": self._seq, "ts": now(), **event}

@@ -30,6 +30,7 @@ A detail names path:line and the kind, never the value: the gate's output is log
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bosun.changes import GateResult
@@ -204,6 +205,28 @@ def scan_line(text: str, path: str = "") -> list[str]:
         if assigned:
             kinds.append(assigned)
     return kinds
+
+
+def redact_line(text: str) -> str:
+    """``text`` with every credential :func:`scan_line` would report replaced by ``[REDACTED:kind]``.
+
+    Assignments are judged as in a config file (a bare value counts): redaction errs on hiding.
+    """
+    def token(kind: str) -> Callable[[re.Match[str]], str]:
+        return lambda m: m.group(0) if _is_placeholder(m.group(0)) else f"[REDACTED:{kind}]"
+
+    for kind, rx in _TOKEN_FORMATS:
+        text = rx.sub(token(kind), text)
+
+    def assignment(m: re.Match[str]) -> str:
+        if m.group("op") != ":" and m.group("value").startswith(("=", ">")):
+            return m.group(0)
+        value = _value(m.group("value"), True)
+        if value is None or not _looks_real(value) or value.startswith("[REDACTED"):
+            return m.group(0)
+        return m.group(0).replace(value, f"[REDACTED:{_word(m.group('name'))}]", 1)
+
+    return "\n".join(_ASSIGNMENT.sub(assignment, line) for line in text.split("\n"))
 
 
 def _assignment_kind(text: str, config: bool) -> str | None:

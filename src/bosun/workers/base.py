@@ -15,6 +15,10 @@ error      error_class (see ErrorClass), message, retryable, retry_after_s
 session    session_id
 ========== ==============================================================================
 
+bosun adds two events of its own that no worker stream can produce: ``sandbox`` (what the kernel
+enforces for the attempt: mechanism, abi, network, containment, writable) and ``contained`` (count,
+killed: the processes the worker left behind, killed when its step ended).
+
 Every event also carries ``ts`` (unix seconds) and ``seq``. Parsers are pure: ``parse_line`` maps one
 line of the CLI's output to zero or more events, so they can be tested on recorded streams.
 """
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from bosun.config import Profile
     from bosun.contract import TaskContract
+    from bosun.sandbox import Confinement
 
 EVENT_TYPES = ("message", "tool_call", "tool_result", "usage", "error", "session")
 TRUNCATE_CHARS = 4000
@@ -146,6 +151,17 @@ def ev_session(session_id: str) -> dict[str, Any]:
     return {"type": "session", "session_id": session_id}
 
 
+# Events only bosun writes (a worker's stream can never produce them: parsers emit EVENT_TYPES).
+def ev_contained(killed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Processes the worker left behind, stopped and killed when its step ended."""
+    return {"type": "contained", "count": len(killed), "killed": killed[:50]}
+
+
+def ev_sandbox(report: dict[str, Any]) -> dict[str, Any]:
+    """What the kernel enforces for this attempt."""
+    return {"type": "sandbox", **report}
+
+
 @dataclass
 class WorkerContext:
     """Everything an adapter needs for one attempt. Built by the engine; adapters never read config."""
@@ -168,6 +184,8 @@ class WorkerContext:
     read_only: bool = False  # explore/review/test modes and self-review turns may not edit
     should_stop: Callable[[], bool] | None = None
     on_start: Callable[[int], None] | None = None
+    # The kernel sandbox for the worker's process tree (None: not enforced on this run).
+    confine: Confinement | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from bosun.workers.base import (
     Usage,
     WorkerContext,
     WorkerResult,
+    ev_contained,
     ev_error,
 )
 from bosun.workers.classify import classify_failure, classify_text, parse_retry_after
@@ -62,6 +63,15 @@ def run_cli(
             return True
         return bool(ctx.should_stop and ctx.should_stop())
 
+    from bosun.sandbox import SandboxFailed
+
+    leaked = key_on_argv(ctx, argv)
+    if leaked:
+        # Every process on the machine can read another's argv (/proc/PID/cmdline, ps).
+        msg = (f"the value of {leaked} would be on the worker's command line, readable by every process "
+               "on this machine; pass keys through the profile's api_key_env only")
+        ctx.emit(ev_error(msg, ErrorClass.permanent))
+        return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
     env = {**env, proc.TOKEN_VAR: proc.new_token()}
     try:
         res = proc.run_supervised(
@@ -74,15 +84,30 @@ def run_cli(
             on_line=on_line,
             on_start=ctx.on_start,
             should_stop=should_stop,
+            confine=ctx.confine,
         )
     except FileNotFoundError:
         msg = f"worker program not found: {argv[0]}"
         ctx.emit(ev_error(msg, ErrorClass.permanent))
         return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+    except SandboxFailed as exc:
+        ctx.emit(ev_error(exc.message, ErrorClass.permanent))
+        return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
     finally:
-        # CLIs start shell commands in sessions of their own, out of reach of the group kill.
+        # A second net behind process containment: anything still carrying the worker's token.
         proc.reap_strays(env[proc.TOKEN_VAR])
+    if res.contained:
+        ctx.emit(ev_contained(res.contained))
     return finish_result(ctx, parser.state, res, steps_exceeded[0])
+
+
+def key_on_argv(ctx: WorkerContext, argv: Sequence[str]) -> str | None:
+    """The name of a profile key variable whose value appears in ``argv``, if any."""
+    for name in ctx.profile.key_env_names():
+        value = ctx.env.get(name) or ""
+        if len(value) >= 8 and any(value in arg for arg in argv):
+            return name
+    return None
 
 
 def finish_result(

@@ -101,6 +101,9 @@ SPEC = CliSpec(
 
 
 def unenforced(ctx: WorkerContext) -> list[str]:
+    if ctx.confine is not None:
+        return ["no network block for commands: Codex's own sandbox cannot run inside bosun's kernel "
+                "sandbox, which confines writes (the worktree, or nothing in read-only modes) but not the network"]
     if ctx.read_only and ctx.task.mode.value == "test":
         return ["test mode: Codex runs with the workspace-write sandbox (its read-only sandbox stops test "
                 "runners), so edits to the worktree are not blocked by the CLI; bosun discards them "
@@ -120,6 +123,11 @@ def sandbox_mode(ctx: WorkerContext) -> str:
     write in the worktree and the temp dir (still no network), and the run records that edits are not
     blocked by the CLI in that mode.
     """
+    if ctx.confine is not None:
+        # Inside bosun's kernel sandbox Codex's own cannot start: its bubblewrap needs a user
+        # namespace (writing /proc/self/uid_map is refused) and its Landlock fallback insists on
+        # bubblewrap. bosun's sandbox confines writes instead, read-only modes included.
+        return "danger-full-access"
     if ctx.read_only and ctx.task.mode.value != "test":
         return "read-only"
     return "workspace-write"

@@ -41,7 +41,10 @@ def verify_env(home: Path) -> dict[str, str]:
     )
 
 
-def run_verification(task: TaskContract, worktree: Path, home: Path, default_timeout: float | None = None) -> dict[str, Any]:
+def run_verification(task: TaskContract, worktree: Path, home: Path, default_timeout: float | None = None,
+                     confine: Any = None) -> dict[str, Any]:
+    """Run every verify command in ``worktree``; ``confine`` (a ``bosun.sandbox.Confinement``) applies
+    the kernel sandbox to them, as to the worker: they run the worker's code."""
     (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = verify_env(home)
     commands = []
@@ -68,7 +71,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         auto_junit.unlink(missing_ok=True)
         cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "") + f" --junitxml={auto_junit}").strip()
         try:
-            res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0)
+            res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
+                                      confine=confine)
         except (FileNotFoundError, PermissionError) as exc:
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False
@@ -113,9 +117,12 @@ def read_junit(path: Path) -> dict[str, list[str]] | None:
 
 
 def verify_commit(
-    repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str
+    repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str,
+    confine_to: Any = None,
 ) -> dict[str, Any]:
-    """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it."""
+    """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it.
+
+    ``confine_to(worktree, home)`` returns the kernel sandbox for the commands (or None)."""
     import shutil
 
     from bosun.isolation.git import git
@@ -128,7 +135,8 @@ def verify_commit(
     git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
     try:
         task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
-        result = run_verification(task, wt, workdir / "verify-home")
+        home = workdir / "verify-home"
+        result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None)
     finally:
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)

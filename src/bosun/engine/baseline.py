@@ -42,6 +42,7 @@ def _cache_path(key: str) -> Path:
 
 def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
+    from bosun.engine.verifying import verify_confinement
     from bosun.isolation.git import tree_of
     from bosun.verification import verify_commit
 
@@ -53,7 +54,8 @@ def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
     workdir = paths.run_dir(run["id"]) / "baseline"
-    result = verify_commit(repo, start, list(task.verify), workdir, task.title)
+    result = verify_commit(repo, start, list(task.verify), workdir, task.title,
+                           confine_to=lambda wt, home: verify_confinement(repo, wt, home))
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})
     return result
 

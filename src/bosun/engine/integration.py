@@ -117,7 +117,7 @@ def _reverify(run: dict[str, Any], task: TaskContract, target: str) -> dict[str,
     view = view_of(run)
     try:
         materialize(view, tree_of(run["repo"], target))
-        return run_verify_commands(task, run["id"], Path(run["worktree"]))
+        return run_verify_commands(task, run, Path(run["worktree"]))
     finally:
         materialize(view, run["data"]["verified_tree"])
 

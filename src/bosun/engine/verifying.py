@@ -61,12 +61,24 @@ def fresh_verify_home(run_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
 
 
-def run_verify_commands(task: TaskContract, run_id: str, workdir: Path) -> dict[str, Any]:
+def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
+    """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
+    being verified and the verification's own HOME. None when the sandbox is off or unavailable
+    (``required`` already refused the run before its worker started)."""
+    from bosun.config import load_settings
+    from bosun.sandbox import Confinement, probe
+
+    if load_settings(repo).sandbox == "off" or probe().mechanism == "none":
+        return None
+    return Confinement(writable=(workdir, home))
+
+
+def run_verify_commands(task: TaskContract, run: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from bosun.verification import run_verification
 
-    home = fresh_verify_home(run_id)
+    home = fresh_verify_home(run["id"])
     try:
-        return run_verification(task, workdir, home)
+        return run_verification(task, workdir, home, confine=verify_confinement(Path(run["repo"]), workdir, home))
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -113,13 +125,13 @@ def verify_change(
         return {"passed": False, "commands": [], "tree": change.tree, "skipped": gates[0].detail}, gates
     try:
         materialize(view, with_holdout(view, change.tree, full_start, hidden))
-        verification = run_verify_commands(task, run["id"], view.worktree)
+        verification = run_verify_commands(task, run, view.worktree)
         heldout_doc = None
         held = heldout_tree(view, run["start_commit"], change.tree, change.changes) \
             if task.mode == Mode.code and verification["passed"] else None
         if held is not None:
             materialize(view, with_holdout(view, held[0], full_start, hidden))
-            heldout_doc = run_verify_commands(task, run["id"], view.worktree)
+            heldout_doc = run_verify_commands(task, run, view.worktree)
             verification["heldout"] = {**heldout_doc, "tree": held[0], "paths": held[1]}
     finally:
         materialize(view, change.tree)  # holdout files and original tests leave the worktree again

@@ -512,6 +512,12 @@ class _Driver:
             return False
         return True
 
+    def _confine_verify(self, worktree: Path, home: Path) -> Any:
+        # Plan verify runs workers' merged code: confined like every verification.
+        from bosun.engine.verifying import verify_confinement
+
+        return verify_confinement(self.repo, worktree, home)
+
     def _plan_verify(self, n: int) -> bool:
         if not self.plan.verify:
             return True
@@ -519,7 +525,8 @@ class _Driver:
         if self.row()["data"].get("verified_head") == head:
             return True
         self.ps.event(self.plan_id, "verify", f"plan verify on {self.branch} at {head[:12]}", state="started", wave=n)
-        result = gi.verify_commit(self.repo, head, self.plan.verify, self.pdir, self.plan.title)
+        result = gi.verify_commit(self.repo, head, self.plan.verify, self.pdir, self.plan.title,
+                                  confine_to=self._confine_verify)
         write_json_atomic(self.pdir / f"verify-wave-{n}.json", result)
         if not result["passed"]:
             failed: dict[str, Any] = next(
@@ -612,7 +619,8 @@ class _Driver:
         if not commands:
             return True
         self.ps.event(self.plan_id, "land", f"re-verifying the merged result {merged[:12]}", state="verifying")
-        result = gi.verify_commit(self.repo, target, commands, self.pdir, self.plan.title)
+        result = gi.verify_commit(self.repo, target, commands, self.pdir, self.plan.title,
+                                  confine_to=self._confine_verify)
         write_json_atomic(self.pdir / "reverification.json", result)
         if result["passed"]:
             return True

@@ -49,7 +49,7 @@ pythonpath = ["src"]
 
 MODES = (
     "fix", "noop", "edit_locked", "delete_test", "add_skip", "fake_key", "escape_dotdot", "escape_symlink",
-    "spam", "hang", "bg_child", "git_attack", "slow_fix", "fail_429", "fail_auth", "revise",
+    "spam", "hang", "bg_child", "git_attack", "slow_fix", "fail_429", "fail_auth", "revise", "paced",
     "tautology", "early_return", "shadow_test", "harness_patch", "fix_and_test",
 )
 

@@ -127,6 +127,19 @@ class Notify(BaseModel):
     timeout_s: float = Field(default=30, gt=0)
 
 
+class Budget(BaseModel):
+    """Spending caps in USD (unset: no cap). Checked before a worker starts, enforced while it runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    per_task_usd: float | None = Field(default=None, gt=0, description="most one run's worker may spend")
+    per_plan_usd: float | None = Field(default=None, gt=0, description="most all runs of one plan may spend")
+    daily_usd: float | None = Field(default=None, gt=0, description="this repo's runs, per UTC day")
+    monthly_usd: float | None = Field(default=None, gt=0, description="this repo's runs, per UTC month")
+    global_daily_usd: float | None = Field(default=None, gt=0, description="every repo's runs, per UTC day")
+    global_monthly_usd: float | None = Field(default=None, gt=0, description="every repo's runs, per UTC month")
+    warn_at: float = Field(default=0.8, gt=0, le=1, description="fraction of a cap that records a warning")
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     default_profile: str | None = None
@@ -148,6 +161,7 @@ class Settings(BaseModel):
         default="all", description="what a sandboxed worker may read: everything, or not the user's repository "
         "outside its worktree (git metadata excepted) nor bosun's records and other runs"
     )
+    budget: Budget = Field(default_factory=Budget)
 
     @field_validator("profiles")
     @classmethod

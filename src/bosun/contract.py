@@ -131,6 +131,7 @@ class TaskContract(_Strict):
     domain: str | None = None
     profile: str | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=86_400)
+    max_usd: float | None = Field(default=None, gt=0, description="most the worker may spend on this task (USD)")
     base: str = Field(default="HEAD", description="git ref the worktree starts from")
     limits: Limits = Field(default_factory=Limits)
     tests: Literal["keep", "extend", "rewrite"] = Field(
@@ -276,6 +277,7 @@ risk: low             # low | medium | high
 domain: python
 # profile: cheap      # a profile from bosun.toml; --profile overrides
 timeout_s: 600
+# max_usd: 0.50       # stop the worker once it has spent this much (see [budget] in docs/configuration.md)
 base: HEAD            # the ref the worktree starts from
 limits:
   max_files: 10

@@ -509,3 +509,14 @@ def reap_strays(token: str, grace_s: float = 0.5) -> list[int]:
             except OSError:
                 pass
     return pids
+
+
+def spawn_detached(argv: Sequence[str], env: Mapping[str, str], log: Path) -> int:
+    """Start a long-lived background process (``bosun dash --detach``): its own session, stdin from
+    /dev/null, stdout and stderr appended to ``log``. Returns its pid; nobody waits for it."""
+    with log.open("ab") as out:
+        child = subprocess.Popen(
+            list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            close_fds=True,
+        )
+    return child.pid

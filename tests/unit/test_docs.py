@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bosun.cli.main import build_parser
-from bosun.config import Notify, Profile, Settings
+from bosun.config import Budget, Notify, Profile, Settings
 from bosun.gates import ENGINE_GATE_CODES, GATE_CODES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -14,7 +14,7 @@ README = (DOCS.parent / "README.md").read_text()
 
 def test_every_config_key_is_documented():
     text = (DOCS / "configuration.md").read_text()
-    for key in [*Settings.model_fields, *Profile.model_fields, *Notify.model_fields]:
+    for key in [*Settings.model_fields, *Profile.model_fields, *Notify.model_fields, *Budget.model_fields]:
         if key == "name":  # the table name, not a key
             continue
         assert f"`{key}`" in text, f"config key {key!r} is missing from docs/configuration.md"

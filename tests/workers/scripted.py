@@ -148,6 +148,19 @@ def mode_git_attack() -> None:
     print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(results)}))
 
 
+def mode_paced() -> None:
+    """Works in visible steps (for live views and budgets): a tool call and a usage event every 0.4 s."""
+    sys.stdin.read()
+    for step in range(8):
+        print(json.dumps({"type": "tool_call", "tool": "read", "input": {"path": f"src/file{step}.py"}}), flush=True)
+        if step == 2:
+            fix()
+        usage(20000, 2000)
+        sys.stdout.flush()
+        time.sleep(0.4)
+    print("Fixed add() in src/calc.py, step by step.")
+
+
 def mode_slow_fix() -> None:
     fix()
     Path(os.environ["HOME"], "fixed").write_text("1")

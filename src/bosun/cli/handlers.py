@@ -277,3 +277,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from bosun.cli.plan_cli import run_plan_command
 
     return run_plan_command(args)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from bosun.cli.insight_cli import cmd_history as run
+
+    return run(args)
+
+
+def cmd_dash(args: argparse.Namespace) -> int:
+    from bosun.cli.insight_cli import cmd_dash as run
+
+    return run(args)

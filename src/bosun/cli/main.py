@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bosun.cli.parents_cli import add_parent_parsers
 
     add_parent_parsers(sub)
+    from bosun.cli.insight_cli import add_insight_parsers
+
+    add_insight_parsers(sub)
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")

@@ -20,6 +20,7 @@ from bosun import paths, proc
 from bosun.config import Profile, Settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import record
+from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
 from bosun.sandbox import Confinement
 from bosun.workers.base import (
@@ -179,6 +180,7 @@ def run_attempts(
     log = record.EventLog(rdir / record.EVENTS)
 
     budget = {"bytes": 0, "dropped": 0}
+    meter = spend_meter(ctx, settings, run, task)  # spending caps, priced from the streamed usage
 
     def emit(ev: dict[str, Any]) -> None:
         # A chatty worker must not fill the disk: plain output beyond the budget is counted, not kept.
@@ -189,8 +191,11 @@ def run_attempts(
                 budget["dropped"] += 1
                 return
         full = log.append(ev)
+        meter.observe(full)
         if on_event is not None:
             on_event(full)
+
+    meter.emit = emit
 
     first = settings.profile(profile_name or run["profile"])
     from bosun.redaction import register_key_names
@@ -228,6 +233,7 @@ def run_attempts(
         store.merge_data(run_id, sandbox=enforced)
         emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
+        meter.start_attempt(profile)
         missing = _missing_key(profile)
         if missing:
             result = WorkerResult(
@@ -253,12 +259,12 @@ def run_attempts(
                 max_steps=profile.max_steps,
                 resume_session=run.get("session_id") if resume and not fresh_session else None,
                 read_only=task.mode != Mode.code,
-                should_stop=_cancel_poller(store, run_id),
+                should_stop=meter.or_else(_cancel_poller(store, run_id)),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
                 confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads)
                 if confined else None,
             )
-            result = worker.run(wctx)
+            result = meter.settle(worker.run(wctx), run)
             _redact_result(result)
             if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):
                 # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.

@@ -21,6 +21,7 @@ from bosun.config import Settings, load_settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine import states as S
+from bosun.engine.budget import check_before_dispatch
 from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
 from bosun.fileio import write_bytes_atomic
 from bosun.isolation import gitwatch
@@ -79,6 +80,7 @@ def prepare(
     base = g.resolve_commit(repo, task.base)
     settings = ctx.settings(repo)
     choice = choose_profile(settings, task, profile_name, ctx.store)
+    check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
     head = g.head_commit(repo)
 
     if task.holdout and not holdout_paths(repo, base, task.holdout):
@@ -121,6 +123,7 @@ def prepare(
             "uncommitted_at_start": uncommitted,
             "routing": choice.to_dict(),
             **({"holdout": {"paths": hidden, "full_start": full_start}} if hidden else {}),
+            "caller": os.environ.get("PARENT_AGENT") or None,
         },
     }
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
@@ -182,6 +185,7 @@ def work(
         repo = Path(run["repo"])
         settings = ctx.settings(repo)
         task = load_task(run_id)
+        check_before_dispatch(ctx.store, settings, task, run["repo"], run.get("plan_id"), run_id)
         ctx.store.transition(run_id, run["state"], S.WORKING, "revise: " + resume[:200] if resume else "worker started")
         ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
         watch = gitwatch.take(repo)

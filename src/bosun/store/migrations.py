@@ -115,10 +115,49 @@ M003_PLANS = """
 """
 
 
+# History and receipts (bosun.history): a full-text index over everything a run produced, and one
+# row of figures per run for savings, budgets and the dashboard. Both are derived from the run
+# records and refreshed lazily (``indexed_at`` is the run's ``updated_at`` when it was indexed);
+# ``run_history``'s rowid is the run's rowid so a search can walk it newest first.
+M004_RUN_HISTORY = """
+        CREATE VIRTUAL TABLE run_history USING fts5(
+            title, prompt, final, paths, gates, errors, tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE run_facts (
+            run_id TEXT PRIMARY KEY REFERENCES runs(id),
+            indexed_at REAL NOT NULL,
+            caller TEXT,
+            adapter TEXT,                             -- of the latest attempt (the CLI that ran)
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            duration_s REAL,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            worker_cost_usd REAL NOT NULL DEFAULT 0,
+            cost_reported INTEGER NOT NULL DEFAULT 0,  -- 1 when the CLI reported the cost itself
+            parent_direct_tokens INTEGER,             -- estimated: what the parent would have spent
+            parent_actual_tokens INTEGER,             -- estimated: what it reads from bosun instead
+            parent_measured_tokens INTEGER,           -- measured by the parent, when it reported it
+            parent_direct_cost_usd REAL,
+            saving_usd REAL,
+            proven INTEGER NOT NULL DEFAULT 0,        -- verification passed and every gate green
+            gates_total INTEGER NOT NULL DEFAULT 0,
+            gates_failed INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX run_facts_started ON run_facts(started_at);
+        CREATE INDEX run_facts_caller ON run_facts(caller);
+        CREATE INDEX runs_updated ON runs(updated_at);
+        CREATE INDEX runs_profile ON runs(profile, created_at);
+        CREATE INDEX runs_repo ON runs(repo, created_at);
+        CREATE TABLE history_meta (key TEXT PRIMARY KEY, value REAL NOT NULL)
+"""
+
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_runs", M001_RUNS),
     ("002_run_search", M002_RUN_SEARCH),
     ("003_plans", M003_PLANS),
+    ("004_run_history", M004_RUN_HISTORY),
 ]
 
 

@@ -50,6 +50,7 @@ class ErrorClass(str, Enum):
     transient = "transient"
     timeout = "timeout"
     permanent = "permanent"
+    budget_exceeded = "budget_exceeded"  # bosun stopped the worker at a spending cap
 
 
 # Failures that say nothing about the task: another profile may succeed (fallback chains).

@@ -62,6 +62,9 @@ def add_parent_parsers(sub: Any) -> None:
     p = add("savings", "totals of the receipts: worker cost, parent tokens estimated and measured")
     p.add_argument("--all", dest="all_repos", action="store_true", help="every repository, not just --repo")
     p.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    p.add_argument("--since", metavar="DATE", help="only runs started on or after DATE (YYYY-MM-DD) for --card "
+                   "and the per-day figures")
+    p.add_argument("--card", metavar="FILE.svg", help="also write a shareable SVG card of the totals to FILE.svg")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
@@ -167,7 +170,10 @@ def cmd_savings(args: argparse.Namespace) -> int:
     from bosun.savings import totals
     from bosun.store.db import open_store
 
-    out = totals(Ctx(open_store()), None if args.all_repos else Path(args.repo))
+    store = open_store()
+    out = totals(Ctx(store), None if args.all_repos else Path(args.repo))
+    if args.since or args.card:
+        out["report"] = _savings_report(store, args)
     if args.json:
         _emit(out)
         return 0
@@ -180,4 +186,30 @@ def cmd_savings(args: argparse.Namespace) -> int:
                      f"saving ${m['saving_usd']:.4f}\n")
     for reason, n in out["not_measured"].items():
         sys.stdout.write(f"  not measured ({n}): {reason}\n")
+    if args.card:
+        sys.stdout.write(f"card: {args.card}\n")
     return 0
+
+
+def _savings_report(store: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Per day, per week and per profile since ``--since``; writes the SVG card when asked."""
+    import calendar
+    import time
+
+    from bosun.errors import BadInput
+    from bosun.fileio import write_bytes_atomic
+    from bosun.savings_report import card_svg, report
+
+    since = None
+    if args.since:
+        try:
+            since = float(calendar.timegm(time.strptime(args.since, "%Y-%m-%d")))
+        except ValueError:
+            raise BadInput(f"--since {args.since!r} is not a date", "write it as YYYY-MM-DD") from None
+    from bosun.isolation.git import repo_root
+
+    repo = "" if args.all_repos else str(repo_root(Path(args.repo)))
+    rep = report(store, since, repo=repo)
+    if args.card:
+        write_bytes_atomic(Path(args.card), card_svg(rep).encode())
+    return rep

@@ -63,12 +63,14 @@ def binary(name: str) -> str:
     return cli_binary(name)
 
 
-def add_profile(repo: Path, adapter: str, base_url: str, name: str | None = None, **extra: object) -> str:
+def add_profile(
+    repo: Path, adapter: str, base_url: str, name: str | None = None, model: str | None = None, **extra: object
+) -> str:
     name = name or adapter
     lines = [
         f"\n[profiles.{name}]",
         f'adapter = "{adapter}"',
-        f'model = "{MODEL.get(adapter, "mock-model")}"',
+        f'model = "{model or MODEL.get(adapter, "mock-model")}"',
         f'base_url = "{base_url}"',
         f'api_key_env = "{KEY_ENV}"',
         f'binary = "{binary(adapter)}"',

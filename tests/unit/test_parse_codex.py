@@ -96,6 +96,48 @@ def test_failures(case, cls, retries, tmp_path):
     assert res.status == "failed" and res.error_class == cls
 
 
+METADATA_WARNING = ("Model metadata for `deepseek-chat` not found. Defaulting to fallback metadata; this can "
+                    "degrade performance and cause issues.")
+
+
+def test_unknown_model_name_is_a_warning_not_a_failure(tmp_path):
+    # Recorded with model = "deepseek-chat": Codex warns (an `error` item), then does the work.
+    parser, events = parse("unknown_model")
+    warnings = [e for e in events if e["type"] == "warning"]
+    assert [w["message"] for w in warnings] == [METADATA_WARNING]
+    assert not [e for e in events if e["type"] == "error"]
+    assert [e["tool"] for e in events if e["type"] == "tool_result" and e["ok"]] == ["shell", "apply_patch"]
+    res = result_of(parser, 0, tmp_path, "codex")
+    assert res.ok and res.error_class is None, res
+    assert res.final_text == "Fixed add() in src/calc.py."
+
+
+def test_top_level_error_event_before_a_completed_turn_is_a_warning(tmp_path):
+    import json
+
+    parser = CodexParser()
+    lines = [{"type": "thread.started", "thread_id": "t"}, {"type": "error", "message": METADATA_WARNING},
+             {"type": "turn.started"}, {"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": "done"}},
+             {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 2}}]
+    events = [ev for line in lines for ev in parser.feed(json.dumps(line))]
+    assert [e["type"] for e in events] == ["session", "warning", "message", "usage"]
+    assert result_of(parser, 0, tmp_path, "codex").ok
+
+
+def test_an_error_event_without_a_completed_turn_explains_the_failure(tmp_path):
+    import json
+
+    parser = CodexParser()
+    events = parser.feed(json.dumps({"type": "error", "message": "unexpected status 401 Unauthorized"}))
+    assert [e["type"] for e in events] == ["warning"]
+    res = result_of(parser, 1, tmp_path, "codex")
+    assert not res.ok and res.error_class == ErrorClass.auth
+    assert res.error_message == "unexpected status 401 Unauthorized"
+    parser = CodexParser()  # exit 0 but no verdict from Codex: still a failure
+    parser.feed(json.dumps({"type": "error", "message": "stream closed before response.completed"}))
+    assert not result_of(parser, 0, tmp_path, "codex").ok
+
+
 def test_config_rules_and_argv(tmp_path):
     ctx = make_ctx(tmp_path, "codex", model="gpt-5.5")
     env = build_env(ctx)

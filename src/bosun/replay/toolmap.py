@@ -102,6 +102,13 @@ def map_action(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_
         if shell is not None:
             via_shell = Action(kind="run", target=shell_fallback(action, ctx.root))
             return dataclasses.replace(_build(via_shell, shell, ctx, call_id), action=action)
+    if tool is None and action.kind in ("edit", "write"):
+        # Codex offers no patch tool to a model it has no metadata for; such a model patches through the
+        # shell with `apply_patch <<'EOF'`, which Codex intercepts and applies as a file change.
+        shell = find_tool("run", tools)
+        if shell is not None and shell.name == "exec_command":
+            via_shell = Action(kind="run", target=shell_patch(action, ctx.root))
+            return dataclasses.replace(_build(via_shell, shell, ctx, call_id), action=action)
     if tool is None:
         names = ", ".join(t.name for t in tools) or "none"
         raise ToolMapError(f"no advertised tool fits action '{action.describe()}' (advertised: {names})")
@@ -140,6 +147,20 @@ def shell_fallback(action: Action, root: Path | None) -> str:
     return f"grep -rn -- {q(action.target)} {q(action.path)}"
 
 
+def shell_patch(action: Action, root: Path | None) -> str:
+    """An ``apply_patch`` heredoc doing an edit or a write (Codex's own shell form of a patch)."""
+    return f"apply_patch <<'EOF'\n{_patch_text(action, root)}\nEOF"
+
+
+def _patch_text(action: Action, root: Path | None) -> str:
+    abs_path = _absolute(action.target, root)
+    rel = _relative(action.target, root)
+    current = codex_patch.read_text(abs_path) if abs_path is not None else None
+    if action.kind == "edit":
+        return codex_patch.edit_patch(rel, action.old, action.new, current)
+    return codex_patch.write_patch(rel, action.content, current)
+
+
 def _build(action: Action, tool: ToolSpec, ctx: MapContext, call_id: str) -> ToolCall:
     if tool.name.casefold() == "apply_patch":
         return _apply_patch_call(action, tool, ctx, call_id)
@@ -153,13 +174,7 @@ def _build(action: Action, tool: ToolSpec, ctx: MapContext, call_id: str) -> Too
 def _apply_patch_call(action: Action, tool: ToolSpec, ctx: MapContext, call_id: str) -> ToolCall:
     if action.kind not in ("edit", "write"):
         raise ToolMapError(f"apply_patch cannot do '{action.describe()}'")
-    abs_path = _absolute(action.target, ctx.root)
-    rel = _relative(action.target, ctx.root)
-    current = codex_patch.read_text(abs_path) if abs_path is not None else None
-    if action.kind == "edit":
-        patch = codex_patch.edit_patch(rel, action.old, action.new, current)
-    else:
-        patch = codex_patch.write_patch(rel, action.content, current)
+    patch = _patch_text(action, ctx.root)
     if tool.kind == "custom":
         return ToolCall(call_id, tool.name, "custom", input=patch, action=action)
     props = _properties(tool.schema)

@@ -12,6 +12,8 @@ tool_result tool, ok (bool), output (truncated), call_id, denied (bool: a permis
 usage      input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, cost_usd (per step,
            i.e. a delta; the run's usage is the sum of these)
 error      error_class (see ErrorClass), message, retryable, retry_after_s
+warning    message (something the CLI reported that did not stop the run, e.g. an unknown model
+           name it runs with fallback settings; an effort level snapped to a legal value)
 session    session_id
 ========== ==============================================================================
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from bosun.contract import TaskContract
     from bosun.sandbox import Confinement
 
-EVENT_TYPES = ("message", "tool_call", "tool_result", "usage", "error", "session")
+EVENT_TYPES = ("message", "tool_call", "tool_result", "usage", "error", "warning", "session")
 TRUNCATE_CHARS = 4000
 
 
@@ -146,6 +148,10 @@ def ev_error(
         "retryable": retryable,
         "retry_after_s": retry_after_s,
     }
+
+
+def ev_warning(message: str) -> dict[str, Any]:
+    return {"type": "warning", "message": truncate(message, 2000)}
 
 
 def ev_session(session_id: str) -> dict[str, Any]:

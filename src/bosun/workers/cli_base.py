@@ -32,6 +32,9 @@ class ParseState:
     usage: Usage = field(default_factory=Usage)
     steps: int = 0
     errors: list[str] = field(default_factory=list)
+    # Error reports whose weight the CLI's own outcome decides: they explain a failure, and are only
+    # warnings when the CLI goes on to finish (Codex's "Model metadata for ... not found" event).
+    warnings: list[str] = field(default_factory=list)
     error_class: ErrorClass | None = None
     retry_after_s: float | None = None
     finished_ok: bool | None = None  # a terminal success/failure event, when the CLI emits one
@@ -141,14 +144,19 @@ def finish_result(
         result.status = "cancelled"
         result.error_message = "cancelled"
         return result
-    failed = res.exit_code != 0 or st.finished_ok is False or bool(st.error_class)
+    # A CLI's own terminal verdict (a completed turn, a success result) outranks error events seen
+    # before it: those were reported and then recovered from, or were never fatal. Without a verdict,
+    # every error report counts.
+    failed = res.exit_code != 0 or st.finished_ok is False or (st.finished_ok is None and bool(st.error_class or st.warnings))
     if not failed:
         return result
-    text = "\n".join(st.errors) + "\n" + stderr_tail
+    reported = st.errors or st.warnings
+    text = "\n".join(reported) + "\n" + stderr_tail
     result.status = "failed"
     result.error_class = st.error_class or classify_failure(text, res.exit_code)
     result.retry_after_s = st.retry_after_s or parse_retry_after(text)
-    first = next((e for e in st.errors if e.strip()), "") or _last_line(stderr_tail)
+    first = next((e for e in reversed(st.warnings) if e.strip()), "") if not st.errors else ""
+    first = next((e for e in st.errors if e.strip()), "") or first or _last_line(stderr_tail)
     result.error_message = (first or f"worker exited with code {res.exit_code}")[:1000]
     if not st.errors:
         ctx.emit(ev_error(result.error_message, result.error_class, retry_after_s=result.retry_after_s))
@@ -172,6 +180,14 @@ def note_error(st: ParseState, message: str, error_class: ErrorClass | None = No
     return ev_error(message, cls, retry_after_s=ra)
 
 
+def note_warning(st: ParseState, message: str) -> dict[str, Any]:
+    """Record an error report that is fatal only if the CLI does not finish; return a warning event."""
+    from bosun.workers.base import ev_warning
+
+    st.warnings.append(message)
+    return ev_warning(message)
+
+
 def resolve_binary(profile_binary: str | None, default_name: str) -> str | None:
     """The CLI to run: the profile's ``binary`` (a path or a name on PATH), else ``default_name``."""
     import shutil
@@ -184,17 +200,70 @@ def resolve_binary(profile_binary: str | None, default_name: str) -> str | None:
 
 
 def cli_version(binary: str, args: tuple[str, ...] = ("--version",), timeout: float = 20.0) -> str | None:
-    """First version-looking token the CLI prints, or None when it cannot be run."""
+    """First version-looking token the CLI prints, or None when it cannot be run.
+
+    Starting a Node CLI costs most of a second, and every pre-flight check asks: the answer is cached
+    per binary (its resolved path, size and modification time) in bosun's cache directory.
+    """
     import re
 
     from bosun.proc import run_quick
 
+    key = _version_key(binary, args)
+    cached = _version_cache().get(key) if key else None
+    if cached:
+        return str(cached)
     try:
         res = run_quick([binary, *args], timeout=timeout)
     except (OSError, TimeoutError, Exception):  # noqa: BLE001 - a broken CLI is reported by doctor, not raised
         return None
     m = re.search(r"\d+\.\d+\.\d+[\w.-]*", res.stdout + res.stderr)
-    return m.group(0) if m else None
+    version = m.group(0) if m else None
+    if version and key:
+        _save_version(key, version)
+    return version
+
+
+def _version_key(binary: str, args: tuple[str, ...]) -> str | None:
+    import os
+
+    try:
+        real = os.path.realpath(binary)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}|{st.st_size}|{st.st_mtime_ns}|{' '.join(args)}"
+
+
+def _version_file() -> Any:
+    from bosun.paths import cache_dir
+
+    return cache_dir() / "cli-versions.json"
+
+
+def _version_cache() -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(_version_file().read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_version(key: str, version: str) -> None:
+    import json
+
+    from bosun.fileio import write_text_atomic
+
+    data = _version_cache()
+    data[key] = version
+    try:
+        path = _version_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(data, indent=0))
+    except OSError:
+        pass  # a read-only cache only costs the next check a CLI start
 
 
 def version_tuple(v: str | None) -> tuple[int, ...]:

@@ -27,9 +27,12 @@ The prompt goes on stdin (``codex exec -``). Sessions are kept in the run's CODE
 
 Events (``codex exec --json``): ``thread.started`` (thread_id), ``turn.started``, ``item.started`` /
 ``item.completed`` (command_execution, file_change, mcp_tool_call, web_search, agent_message,
-reasoning), ``turn.completed`` (usage of the turn: input_tokens with cached_input_tokens a subset,
-output_tokens with reasoning_output_tokens a subset), ``turn.failed`` and ``error`` ("Reconnecting...
-n/m" errors are retries, not failures).
+reasoning, error), ``turn.completed`` (usage of the turn: input_tokens with cached_input_tokens a subset,
+output_tokens with reasoning_output_tokens a subset), ``turn.failed`` and ``error``. Only
+``turn.failed`` (or a non-zero exit without ``turn.completed``) fails a run: "Reconnecting... n/m"
+errors are retries, and other ``error`` events and ``error`` items are warnings unless the turn then
+fails (Codex reports "Model metadata for `deepseek-chat` not found. Defaulting to fallback metadata"
+as an ``error`` event and then does the work).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from bosun.workers.base import (
     ev_usage,
 )
 from bosun.workers.classify import parse_retry_after
-from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
+from bosun.workers.cli_base import ParseState, note_error, note_warning, resolve_binary, run_cli
 from bosun.workers.sdk_stream import (
     CliSpec,
     denied_commands,
@@ -297,8 +300,15 @@ class CodexParser:
             if _RECONNECT_RE.match(msg):
                 inner = msg[msg.find("(") + 1 : msg.rfind(")")] if "(" in msg else msg
                 return [ev_error(msg, codex_error_class(inner), retryable=True, retry_after_s=parse_retry_after(msg))]
-            return self._note(msg)
+            # Not fatal by itself: Codex reports warnings this way too ("Model metadata for `x` not found.
+            # Defaulting to fallback metadata"). turn.failed or the exit code decides; this explains it.
+            return self._warn(msg)
         return []
+
+    def _warn(self, msg: str) -> list[dict[str, Any]]:
+        if msg in self.state.warnings:
+            return []
+        return [note_warning(self.state, msg)]
 
     def _note(self, msg: str) -> list[dict[str, Any]]:
         if msg in self.noted:  # an `error` event followed by turn.failed with the same message
@@ -317,9 +327,9 @@ class CodexParser:
                     self.state.final_text = text
                     out.append(ev_message(text))
             return out
-        if itype == "error":
+        if itype == "error":  # Codex's warnings are items of type "error"
             if done:
-                out.extend(self._note(str(item.get("message") or "error")))
+                out.extend(self._warn(str(item.get("message") or "error")))
             return out
         if itype not in TOOL_ITEMS:
             return out  # reasoning, todo_list: nothing to record

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bosun.errors import BadInput
+from bosun.errors import BadInput, Problem, ProblemsFound
 
 
 class Mode(str, Enum):
@@ -172,21 +172,20 @@ class TaskContract(_Strict):
 
 
 def format_validation_error(exc: ValidationError, source: str) -> BadInput:
-    first = exc.errors()[0]
-    loc = ".".join(str(p) for p in first.get("loc", ())) or "(top level)"
-    if first.get("type") == "extra_forbidden":
-        msg = f"{source}: unknown field {loc!r}"
-        hint = "`bosun schema` lists the fields a task accepts"
-    elif first.get("type") == "missing":
-        msg = f"{source}: missing required field {loc!r}"
-        hint = "`bosun template` prints a commented example"
-    else:
-        msg = f"{source}: {loc}: {first.get('msg', 'invalid value')}"
-        hint = "`bosun schema` describes every field"
-    more = len(exc.errors()) - 1
-    if more:
-        msg += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return BadInput(msg, hint, code="INVALID_TASK")
+    """Every validation problem of the task, each with its hint (not just the first)."""
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        if err.get("type") == "extra_forbidden":
+            problems.append(Problem("UNKNOWN_FIELD", f"{source}: unknown field {loc!r}",
+                                    "`bosun schema` lists the fields a task accepts"))
+        elif err.get("type") == "missing":
+            problems.append(Problem("MISSING_FIELD", f"{source}: missing required field {loc!r}",
+                                    "`bosun template` prints a commented example"))
+        else:
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            problems.append(Problem("INVALID_FIELD", f"{source}: {loc}: {msg}", "`bosun schema` describes every field"))
+    return ProblemsFound(problems, code="INVALID_TASK")
 
 
 class _YamlError(Exception):

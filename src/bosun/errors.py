@@ -7,6 +7,8 @@ else catches them broadly.
 
 from __future__ import annotations
 
+from typing import Any
+
 # Exit codes are part of the CLI contract (README "Exit codes"); never renumber them.
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -73,3 +75,33 @@ class Conflict(BosunError):
 
 class InvalidTransition(BosunError):
     code = "INVALID_STATE"
+
+
+class Problem:
+    """One thing wrong with an input, with its own hint (reported together with the others)."""
+
+    __slots__ = ("code", "message", "hint")
+
+    def __init__(self, code: str, message: str, hint: str = "") -> None:
+        self.code, self.message, self.hint = code, message, hint
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message, "hint": self.hint}
+
+    def __repr__(self) -> str:
+        return f"Problem({self.code!r}, {self.message!r})"
+
+
+class ProblemsFound(BadInput):
+    """Bad input with several problems: all of them are reported at once, each with its hint. Exit 2."""
+
+    def __init__(self, problems: list[Any], code: str | None = None) -> None:
+        # Any object with code, message, hint and to_dict() (plans add the tasks a problem concerns).
+        first = problems[0] if problems else Problem("BAD_INPUT", "invalid input")
+        if len(problems) <= 1:
+            message, hint = first.message, first.hint
+        else:
+            message = f"{len(problems)} problems: " + "; ".join(p.message for p in problems)
+            hint = "each problem is listed with its own hint"
+        super().__init__(message, hint, code=code or first.code)
+        self.problems = problems

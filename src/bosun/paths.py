@@ -52,7 +52,7 @@ def check_run_id(run_id: str) -> str:
     if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
         raise BadInput(
             f"malformed run id {run_id!r}",
-            "run ids look like 20261129-142501-a1b2; `bosun list` shows them",
+            "run ids look like 20261129-142501-a1b2c3; `bosun list` shows them",
         )
     return run_id
 

@@ -37,9 +37,28 @@ def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, 
 def print_error(err: BosunError) -> None:
     from bosun.redaction import redact_text
 
+    problems = getattr(err, "problems", None)
+    if problems and len(problems) > 1:
+        print_problems(problems)
+        return
     sys.stderr.write(f"bosun: error: {redact_text(err.message)}\n")
     if err.hint:
         sys.stderr.write(f"  hint: {redact_text(err.hint)}\n")
+
+
+def print_problems(problems: list[Any], what: str = "") -> None:
+    """Every problem with its own hint (a task, a plan, a pre-flight check: all of them at once)."""
+    n = len(problems)
+    sys.stderr.write(f"bosun: error: {what or 'found'} {n} problem{'s' if n != 1 else ''}:\n")
+    for p in problems:
+        sys.stderr.write(f"  {p.code}: {p.message}\n")
+        if p.hint:
+            sys.stderr.write(f"    hint: {p.hint}\n")
+
+
+def problems_json(err: BosunError) -> list[dict[str, Any]] | None:
+    problems = getattr(err, "problems", None)
+    return None if problems is None else [p.to_dict() for p in problems]
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -53,13 +72,28 @@ def dispatch(args: argparse.Namespace) -> int:
     except BosunError as err:
         if as_json:
             run = _run_for_error(args)
-            emit_json(error_json(err, run))
+            out = error_json(err, run)
+            problems = problems_json(err)
+            if problems is not None:
+                out["problems"] = problems
+            emit_json(out)
         else:
             print_error(err)
         return err.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("bosun: interrupted; `bosun recover RUN` finishes a run left in 'working'\n")
+        sys.stderr.write(interrupted_message(args) + "\n")
         return 130
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What Ctrl-C left behind, with the run's real id and state when there is a run."""
+    run = _run_for_error(args)
+    if run is None:
+        return "bosun: interrupted"
+    rid, state = run["id"], run["state"]
+    if state in ("working", "interrupted"):
+        return f"bosun: interrupted; run {rid} is {state}: `bosun recover {rid}` finishes it"
+    return f"bosun: interrupted; run {rid} is {state}: `bosun show {rid}` says what is next"
 
 
 def _run_for_error(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -56,6 +56,8 @@ def cmd_delegate(args: argparse.Namespace) -> int:
     from bosun.contract import load_contract
     from bosun.engine.lifecycle import delegate
 
+    if args.dry_run:
+        return _check(args, dry_run=True)
     task = load_contract(args.task)
     _refuse_secret(task, args)
     ctx = _ctx()
@@ -70,6 +72,52 @@ def cmd_delegate(args: argparse.Namespace) -> int:
         on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
     )
     return _finish(args, run, ctx)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    return _check(args, dry_run=False)
+
+
+def _check(args: argparse.Namespace, dry_run: bool) -> int:
+    """The contract and every pre-flight check, all problems at once; with dry_run also the worker's
+    command. Creates nothing."""
+    from bosun.contract import load_contract
+    from bosun.errors import EXIT_BAD_INPUT, BosunError, Problem
+
+    out: dict[str, Any] = {"ok": False, "task": args.task, "title": None, "dry_run": dry_run, "repo": None,
+                           "base": None, "routing": None, "problems": []}
+    try:
+        task = load_contract(args.task)
+    except BosunError as err:
+        problems = getattr(err, "problems", None) or [Problem(err.code, err.message, err.hint)]
+        out["problems"] = [p.to_dict() for p in problems]
+        return _report_check(args, out, None)
+    from bosun.engine.preflight import check_task, to_json
+    from bosun.store.db import open_store
+
+    out["title"] = task.title
+    pf = check_task(task, Path(args.repo), args.profile, open_store())
+    out.update(to_json(pf))
+    if dry_run:
+        out["worker"] = None
+        if pf.choice is not None and pf.repo is not None:
+            from bosun.engine.dry_run import worker_command
+
+            out["worker"] = worker_command(task, pf.choice.profile, pf.repo)
+    code = _report_check(args, out, pf)
+    return code if out["ok"] else EXIT_BAD_INPUT
+
+
+def _report_check(args: argparse.Namespace, out: dict[str, Any], pf: Any) -> int:
+    from bosun.errors import EXIT_BAD_INPUT
+
+    if args.json:
+        emit_json(out)
+        return EXIT_OK if out["ok"] else EXIT_BAD_INPUT
+    from bosun.cli.render import print_check
+
+    print_check(out)
+    return EXIT_OK if out["ok"] else EXIT_BAD_INPUT
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:

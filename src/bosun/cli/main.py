@@ -9,6 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+# Set by main(): usage errors are JSON when the command line asks for --json.
+_JSON_REQUESTED = [False]
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 DESCRIPTION = """\
 Hand bounded coding tasks to cheap worker agents and keep authority over what lands.
@@ -27,14 +32,31 @@ typical flow:
   bosun delegate task.yaml --auto-approve    all of it when every gate is green
 
 exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
-            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate
+            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate,
+            141 stdout closed early (e.g. `| head`)
 """
 
 
-def _common(p: argparse.ArgumentParser, repo: bool = False) -> None:
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error under --json is one JSON object (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        if _JSON_REQUESTED[0]:
+            import json
+
+            hint = f"`{self.prog} --help` lists the arguments"
+            sys.stdout.write(json.dumps({"error": {"code": "USAGE", "message": message, "hint": hint}}) + "\n")
+            sys.stdout.flush()
+            raise SystemExit(2)
+        super().error(message)
+
+
+def _common(p: argparse.ArgumentParser, repo: bool = False, quiet: bool = False) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object (for agents and scripts)")
     if repo:
         p.add_argument("--repo", default=".", help="the git repository to work in (default: the current directory)")
+    if quiet:
+        p.add_argument("--quiet", action="store_true", help="no live progress or notes on stderr")
 
 
 def _run_id(p: argparse.ArgumentParser) -> None:
@@ -42,7 +64,7 @@ def _run_id(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bosun", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -64,8 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="worker profile to use (overrides routing)")
     p.add_argument("--auto-approve", action="store_true", help="approve and integrate when every gate is green")
     p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
-    p.add_argument("--quiet", action="store_true", help="no live progress")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check everything and print the routing decision and the worker's argv; run nothing")
     _secret_flag(p)
+    _common(p, repo=True, quiet=True)
+
+    p = add(
+        "check",
+        "validate a task without running anything: the contract and every pre-flight check",
+        "Validate a task contract and run the pre-flight checks (profile and its key, worker CLI and its\n"
+        "version, verify programs, base ref, repository). Creates nothing. Exit 0 when the task can run,\n"
+        "2 with every problem listed otherwise.",
+    )
+    p.add_argument("task", help="task contract file (YAML or JSON)")
+    p.add_argument("--profile", help="worker profile to check (overrides routing)")
     _common(p, repo=True)
 
     p = add("prepare", "create the run and its isolated worktree (no worker yet)")
@@ -73,14 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="worker profile to use")
     p.add_argument("--wait", action="store_true", help="wait for a free slot at the concurrency cap")
     _secret_flag(p)
-    _common(p, repo=True)
+    _common(p, repo=True, quiet=True)
 
     p = add("work", "run the worker on a prepared run (or revise one with --resume)")
     _run_id(p)
     p.add_argument("--resume", metavar="TEXT", help="continue the worker's session with this follow-up")
     p.add_argument("--profile", help="use this profile instead of the run's")
-    p.add_argument("--quiet", action="store_true", help="no live progress")
-    _common(p)
+    _common(p, quiet=True)
 
     p = add("verify", "run the verify commands and every gate again")
     _run_id(p)
@@ -134,8 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stat", action="store_true", help="only the files and line counts")
     _common(p)
 
+    from bosun.engine.states import STATES
+
     p = add("list", "list runs, newest first")
-    p.add_argument("--state", help="only runs in this state")
+    p.add_argument("--state", choices=STATES, metavar="STATE", help="only runs in this state: " + ", ".join(STATES))
     p.add_argument("--search", metavar="TEXT", help="full-text search in titles and prompts")
     p.add_argument("--limit", type=int, default=50)
     _common(p)
@@ -148,11 +183,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("workers", "list profiles with tier, strengths, cooldown and recent success rate")
     _common(p, repo=True)
 
+    p = add(
+        "models",
+        "the models each profile's CLI or provider offers, with the prices and effort levels bosun knows",
+        "List the models a profile can use: from the CLI's own listing where it has one (opencode models,\n"
+        "kilo models) or the provider's /v1/models. Cached for 30 minutes; offline means 'no catalog'.",
+    )
+    p.add_argument("profile", nargs="?", metavar="PROFILE", help="only this profile (default: every profile)")
+    p.add_argument("--refresh", action="store_true", help="ignore the 30-minute cache")
+    _common(p, repo=True)
+
     p = add("schema", "print the task contract's JSON schema")
+    _common(p)
     p = add("template", "print a commented example task contract")
+    _common(p)
 
     p = add("demo", "run the whole loop on a sample repo with a scripted model (no network, no key)")
     p.add_argument("--keep", action="store_true", help="keep the sample repo and bosun home afterwards")
+    _common(p)
 
     from bosun.cli.plan_cli import add_plan_parser
 
@@ -172,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     rp.add_argument("--root", help="directory that script paths are relative to (default: cwd)")
     rp.add_argument("--log", help="append every request as a JSON line to this file")
+    _common(rp)
     return parser
 
 
@@ -181,18 +230,53 @@ def _secret_flag(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _JSON_REQUESTED[0] = "--json" in argv
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): a return code, for in-process callers too
+        return exc.code if isinstance(exc.code, int) else 2
     if args.version:
         from bosun import __version__
 
-        print(f"bosun {__version__}")
+        if _JSON_REQUESTED[0]:
+            print(f'{{"version": "{__version__}"}}')
+        else:
+            print(f"bosun {__version__}")
         return 0
     if not args.command:
-        build_parser().print_help()
+        if _JSON_REQUESTED[0]:
+            try:
+                parser.error("a command is required")
+            except SystemExit:
+                return 2
+        parser.print_help()
         return 2
     from bosun.cli.dispatch import dispatch
 
     return dispatch(args)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests capture stdout): nothing will flush to a closed pipe
 
 
 if __name__ == "__main__":

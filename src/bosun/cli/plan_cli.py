@@ -230,7 +230,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         from bosun.config import load_settings
         from bosun.isolation.git import repo_root
 
-        problems += profile_problems(plan, load_settings(repo_root(Path(args.repo))), None)
+        repo = repo_root(Path(args.repo))
+        problems += profile_problems(plan, load_settings(repo), None, repo)
     except BosunError:
         pass  # not in a repository (or its config is broken): profiles are checked by `plan run`
     if args.json:

@@ -176,3 +176,32 @@ def diffstat(diff_text: str) -> str:
     lines = [f" {p} | +{a} -{d}" for p, (a, d) in stats.items()]
     lines.append(f" {len(stats)} file(s) changed")
     return "\n".join(lines) + "\n"
+
+
+def print_check(out: dict[str, Any]) -> None:
+    """`bosun check` and `delegate --dry-run`: what would happen, or every problem with its hint."""
+    w = sys.stdout.write
+    routing = out.get("routing")
+    if out.get("title"):
+        w(f"task: {out['title']}\n")
+    if routing:
+        w(f"profile: {routing['profile']} ({routing['reason']})\n")
+    if out.get("base"):
+        w(f"base: {out['base'][:12]} in {out['repo']}\n")
+    worker = out.get("worker")
+    if worker:
+        w(f"worker: {worker['adapter']}" + (f", model {worker['model']}" if worker.get("model") else "") + "\n")
+        if worker.get("argv"):
+            import shlex
+
+            w("  argv: " + " ".join(shlex.quote(a) for a in worker["argv"]) + "\n")
+            w(f"  stdin: {worker['stdin']}\n")
+        if worker.get("note"):
+            w(f"  {worker['note']}\n")
+    if out["ok"]:
+        w("dry run: nothing was created and nothing was run\n" if out.get("dry_run") else "task ok: it can run\n")
+        return
+    from bosun.cli.dispatch import print_problems
+    from bosun.errors import Problem
+
+    print_problems([Problem(p["code"], p["message"], p["hint"]) for p in out["problems"]], "the task has")

@@ -69,17 +69,18 @@ def prepare(
     tasks start from the integration branch, which already holds the user's snapshot).
     """
     from bosun.engine.heldout import holdout_paths, strip_holdout
-    from bosun.engine.routing import choose_profile
+    from bosun.engine.preflight import check_task
     from bosun.isolation import git as g
     from bosun.isolation.change import create_view
     from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
     from bosun.isolation.worktree import create_worktree
 
-    repo = g.repo_root(repo_path)
+    # Everything that can be known to fail is checked before anything is created (exit 2, all problems).
+    pf = check_task(task, repo_path, profile_name, ctx.store, overrides=ctx.settings_overrides)
+    pf.raise_if_failed()
+    assert pf.repo is not None and pf.base is not None and pf.settings is not None and pf.choice is not None
+    repo, base, settings, choice = pf.repo, pf.base, pf.settings, pf.choice
     source_branch = g.current_branch(repo)
-    base = g.resolve_commit(repo, task.base)
-    settings = ctx.settings(repo)
-    choice = choose_profile(settings, task, profile_name, ctx.store)
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
     head = g.head_commit(repo)
 

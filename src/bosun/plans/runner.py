@@ -94,7 +94,9 @@ def _plan_of(row: dict[str, Any]) -> M.Plan:
     return M.parse_plan(row["document"], f"plan {row['id']}")
 
 
-def profile_problems(plan: M.Plan, settings: Any, flag: str | None) -> list[M.Problem]:
+def profile_problems(plan: M.Plan, settings: Any, flag: str | None, repo: Path | None = None) -> list[M.Problem]:
+    """Unknown profiles; with ``repo``, also every task's pre-flight checks (key set, CLI installed,
+    verify programs found), each problem once with the tasks it affects."""
     names: list[tuple[str | None, str | None]] = [(None, flag)] if flag else []
     names += [(t.id, t.contract.profile) for t in plan.tasks if t.contract is not None and t.contract.profile]
     out = []
@@ -104,7 +106,26 @@ def profile_problems(plan: M.Plan, settings: Any, flag: str | None) -> list[M.Pr
             where = f"task {task_id}" if task_id else "--profile"
             out.append(M.Problem("UNKNOWN_PROFILE", f"{where}: unknown profile {name!r} (known: {known})",
                                  "define it under [profiles.NAME] in bosun.toml", [task_id] if task_id else []))
-    return out
+    if repo is None or out:
+        return out
+    from bosun.engine.preflight import check_task
+
+    found: dict[tuple[str, str], M.Problem] = {}
+    for t in plan.tasks:
+        if t.contract is None:
+            continue
+        # A plan's tasks start from its integration branch, which does not exist yet: no base check.
+        pf = check_task(t.contract, repo, flag, settings=settings, check_base=False)
+        for problem in pf.problems:
+            key = (problem.code, problem.message)
+            if key in found:
+                found[key].tasks.append(t.id)
+            else:
+                found[key] = M.Problem(problem.code, problem.message, problem.hint, [t.id])
+    for p in found.values():
+        if len(plan.tasks) > 1:
+            p.message = f"{p.message} (task{'s' if len(p.tasks) > 1 else ''} {', '.join(p.tasks)})"
+    return out + list(found.values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,7 +149,7 @@ def start_plan(
     source_branch = g.current_branch(repo)  # a detached HEAD is refused here
     head = g.head_commit(repo)
     settings = ctx.settings(repo)
-    problems = profile_problems(plan, settings, profile)
+    problems = profile_problems(plan, settings, profile, repo)
     if problems:
         raise PlanInvalid(problems)
     plan_id = new_plan_id()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-from bosun.errors import BadInput
+from bosun.errors import ProblemsFound
 from bosun.plans.model import Plan, Problem
 
 # -- glob overlap --------------------------------------------------------------------------------
@@ -333,15 +333,10 @@ def validated(plan: Plan) -> list[list[str]]:
     return waves
 
 
-class PlanInvalid(BadInput):
+class PlanInvalid(ProblemsFound):
     """A plan with problems; carries all of them (``bosun plan check`` lists every one). Exit 2."""
 
     code = "INVALID_PLAN"
 
     def __init__(self, problems: list[Problem]) -> None:
-        first = problems[0] if problems else Problem("INVALID_PLAN", "invalid plan")
-        more = len(problems) - 1
-        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        super().__init__(first.message + extra, first.hint or "`bosun plan check PLAN` lists every problem",
-                         code=first.code)
-        self.problems = problems
+        super().__init__(list(problems) or [Problem("INVALID_PLAN", "invalid plan")])

@@ -1,0 +1,196 @@
+"""Pre-flight checks: what can be known to fail before a run, a branch or a token is spent.
+
+``check_task`` runs every check and returns every problem, each with a hint that fits its cause:
+the repository and the base ref exist, a profile is routed to, its key variable is set, its worker
+CLI is installed (and recent enough), and each verify command's program can be found. ``prepare``
+raises ``PreflightFailed`` (exit 2) before it creates anything; ``bosun check``, ``delegate
+--dry-run`` and ``plan check`` report the same problems without running anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bosun.errors import BosunError, Problem, ProblemsFound
+
+if TYPE_CHECKING:
+    from bosun.config import Profile, Settings
+    from bosun.contract import TaskContract, VerifyCommand
+    from bosun.engine.routing import Choice
+    from bosun.store.db import Store
+
+# Words a `shell: true` command may start with that are not programs on PATH.
+_SHELL_WORDS = frozenset(
+    "! [ [[ { ( . : alias bash builtin case cd command declare echo eval exec exit export false for "
+    "function if let local printf pwd read set sh shift source test time true type ulimit umask unset "
+    "until wait while".split()
+)
+
+
+class PreflightFailed(ProblemsFound):
+    """The task cannot run as it stands; nothing was created. Exit 2, every problem listed."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(problems, code="PREFLIGHT")
+
+
+@dataclass
+class Preflight:
+    """What the checks found: the repository, the base commit, the routing choice, the problems."""
+
+    repo: Path | None = None
+    base: str | None = None
+    choice: Choice | None = None
+    settings: Settings | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def raise_if_failed(self) -> None:
+        if self.problems:
+            raise PreflightFailed(self.problems)
+
+
+def check_task(
+    task: TaskContract,
+    repo_path: Path,
+    profile_name: str | None = None,
+    store: Store | None = None,
+    settings: Settings | None = None,
+    check_base: bool = True,
+    overrides: dict[str, Any] | None = None,
+) -> Preflight:
+    """Every pre-flight check for one task; never raises for a problem it can report."""
+    from bosun.config import load_settings
+    from bosun.engine.routing import choose_profile
+    from bosun.isolation import git as g
+
+    pf = Preflight()
+    try:
+        pf.repo = g.repo_root(repo_path)
+    except BosunError as exc:
+        pf.problems.append(Problem("NOT_A_REPO", exc.message, f"cd into your repository or pass --repo ({exc.hint})"))
+        return pf
+    if check_base:
+        try:
+            pf.base = g.resolve_commit(pf.repo, task.base)
+        except BosunError as exc:
+            pf.problems.append(Problem("BAD_BASE", exc.message, exc.hint or "set base: to a branch, tag or commit"))
+    try:
+        pf.settings = settings or load_settings(pf.repo, overrides)
+    except BosunError as exc:
+        pf.problems.append(Problem("BAD_CONFIG", exc.message, exc.hint))
+        return pf
+    try:
+        pf.choice = choose_profile(pf.settings, task, profile_name, store)
+    except BosunError as exc:
+        pf.problems.append(Problem(exc.code if exc.code != "BAD_INPUT" else "NO_PROFILE", exc.message, exc.hint))
+    if pf.choice is not None:
+        pf.problems += profile_problems(pf.choice.profile)
+    pf.problems += verify_problems(task, pf.repo, pf.base)
+    return pf
+
+
+def profile_problems(profile: Profile) -> list[Problem]:
+    """The profile's key is set and its worker can run (CLI installed, recent enough, configured)."""
+    from bosun.workers.registry import get_worker
+
+    problems = []
+    if profile.api_key_env and not os.environ.get(profile.api_key_env):
+        problems.append(Problem(
+            "MISSING_KEY", f"profile {profile.name}: {profile.api_key_env} is not set",
+            f"export {profile.api_key_env}=... (the key for profile {profile.name}), or pick another "
+            "profile with --profile",
+        ))
+    try:
+        info = get_worker(profile.adapter).describe(profile)
+    except BosunError as exc:
+        return [*problems, Problem("WORKER_UNAVAILABLE", f"profile {profile.name}: {exc.message}", exc.hint)]
+    for text in info.problems:
+        missing = "not found" in text and (info.binary is None)
+        code = "CLI_NOT_FOUND" if missing else "PROFILE_UNUSABLE"
+        hint = ("install it (`scripts/install-worker-clis.sh` installs the pinned CLIs) or set binary = "
+                "\"/path/to/cli\" in the profile" if missing else
+                f"fix profile {profile.name} in bosun.toml; `bosun doctor --profile {profile.name}` checks it")
+        problems.append(Problem(code, f"profile {profile.name}: {text}", hint))
+    return problems
+
+
+def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Problem]:
+    """Each verify command's program can be found (on PATH, or in the repository for ./paths)."""
+    problems = []
+    for cmd in task.verify:
+        program = _program(cmd)
+        if program is None or _resolvable(program, repo, base):
+            continue
+        shown = " ".join(cmd.run)
+        close = _close_programs(program)
+        hint = f"did you mean `{close}`? " if close else ""
+        hint += "fix the verify command in the task file (no worker was run, nothing was created)"
+        problems.append(Problem("VERIFY_NOT_FOUND", f"verify command `{shown}`: program {program!r} not found", hint))
+    return problems
+
+
+def _program(cmd: VerifyCommand) -> str | None:
+    """The program a verify command starts, or None when a shell line is too complex to tell."""
+    if not cmd.shell:
+        return cmd.run[0]
+    try:
+        words = shlex.split(cmd.run[0])
+    except ValueError:
+        return None
+    if not words:
+        return None
+    first = words[0]
+    if first in _SHELL_WORDS or "=" in first or any(c in first for c in "$`(){};|&<>*?"):
+        return None
+    return first
+
+
+def _resolvable(program: str, repo: Path, base: str | None) -> bool:
+    if "/" not in program:
+        return shutil.which(program) is not None
+    path = Path(program)
+    if path.is_absolute():
+        return path.exists()
+    if (repo / path).exists():  # in the user's tree (uncommitted work is carried into the worktree)
+        return True
+    if base is None:
+        return False
+    from bosun.isolation.git import git
+
+    rel = os.path.normpath(program)
+    return git(["cat-file", "-e", f"{base}:{rel}"], repo, check=False).returncode == 0
+
+
+def _close_programs(program: str) -> str | None:
+    """The nearest program name on PATH (``pytset`` -> ``pytest``), to put in the hint."""
+    import difflib
+
+    if "/" in program:
+        return None
+    names: set[str] = set()
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names.update(os.listdir(d))
+        except OSError:
+            continue
+    found = difflib.get_close_matches(program, sorted(names), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def to_json(pf: Preflight) -> dict[str, Any]:
+    return {
+        "ok": pf.ok,
+        "repo": str(pf.repo) if pf.repo else None,
+        "base": pf.base,
+        "routing": pf.choice.to_dict() if pf.choice else None,
+        "problems": [p.to_dict() for p in pf.problems],
+    }

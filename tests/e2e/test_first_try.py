@@ -1,0 +1,185 @@
+"""What a new user hits first: set-up errors found before anything is created, `bosun check`,
+`delegate --dry-run`, output piped into a reader that stops early, and usage errors under --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, git, run_bosun, task_yaml
+
+
+def _add(repo: Path, text: str) -> None:
+    (repo / "bosun.toml").write_text((repo / "bosun.toml").read_text() + "\n" + text + "\n")
+
+
+def _nothing_created(repo: Path, home: Path) -> None:
+    from bosun.store.db import open_store
+
+    assert open_store().list_runs(limit=5) == []
+    assert "bosun/" not in git(repo, "branch", "--list", "bosun/*")
+    assert not (home / "worktrees").exists() or not any((home / "worktrees").iterdir())
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+NO_KEY = '[profiles.nokey]\nadapter = "native"\nmodel = "deepseek-chat"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "BOSUN_TEST_UNSET_KEY"'
+
+
+def test_every_setup_problem_is_found_before_anything_is_created(cli, repo, tmp_path, isolated_home, monkeypatch):
+    monkeypatch.delenv("BOSUN_TEST_UNSET_KEY", raising=False)
+    _add(repo, NO_KEY)
+    task = task_yaml(tmp_path / "t.json", verify=["pytset -q tests"], base="no-such-branch")
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "nokey", "--json")
+    assert code == 2, res
+    codes = {p["code"] for p in res["problems"]}
+    assert codes == {"MISSING_KEY", "VERIFY_NOT_FOUND", "BAD_BASE"}, res["problems"]
+    key = next(p for p in res["problems"] if p["code"] == "MISSING_KEY")
+    assert "export BOSUN_TEST_UNSET_KEY=" in key["hint"]
+    verify = next(p for p in res["problems"] if p["code"] == "VERIFY_NOT_FOUND")
+    assert "pytset" in verify["message"] and "--resume" not in verify["hint"]
+    assert res["error"]["code"] == "PREFLIGHT" and res["id"] is None
+    _nothing_created(repo, isolated_home)
+
+
+def test_preflight_text_lists_every_problem_with_its_hint(repo, tmp_path, isolated_home):
+    _add(repo, NO_KEY)
+    task = task_yaml(tmp_path / "t.json", verify=["pytset -q tests"])
+    env = {"BOSUN_HOME": str(isolated_home)}
+    out = run_bosun("delegate", str(task), "--profile", "nokey", cwd=repo, env=env)
+    assert out.returncode == 2, out.stderr
+    assert "2 problems" in out.stderr and "MISSING_KEY" in out.stderr and "VERIFY_NOT_FOUND" in out.stderr
+    assert out.stderr.count("hint:") == 2 and "more problem" not in out.stderr
+    assert "Traceback" not in out.stderr
+    _nothing_created(repo, isolated_home)
+
+
+def test_missing_cli_and_outside_a_repository(cli, repo, tmp_path, isolated_home, monkeypatch):
+    monkeypatch.setenv("BOSUN_TEST_KEY", "dummy")
+    _add(repo, '[profiles.cx]\nadapter = "codex"\nmodel = "deepseek-chat"\napi_key_env = "BOSUN_TEST_KEY"\n'
+               f'binary = "{tmp_path}/no/codex"')
+    task = task_yaml(tmp_path / "t.json")
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "cx", "--json")
+    assert code == 2 and [p["code"] for p in res["problems"]] == ["CLI_NOT_FOUND"], res
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    code, res = cli("delegate", str(task), "--repo", str(outside), "--json")
+    assert code == 2 and [p["code"] for p in res["problems"]] == ["NOT_A_REPO"], res
+    _nothing_created(repo, isolated_home)
+
+
+def test_check_validates_without_creating_anything(cli, repo, tmp_path, task_file, isolated_home):
+    code, res = cli("check", str(task_file), "--repo", str(repo), "--json")
+    assert code == 0 and res["ok"] is True and res["problems"] == []
+    assert res["routing"]["profile"] == "fix" and res["title"] == "Fix add()"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("title: t\ncolour: red\nverify: [{run: 'x', timeout_s: -1}]\n")
+    code, res = cli("check", str(bad), "--repo", str(repo), "--json")
+    assert code == 2 and not res["ok"]
+    messages = " | ".join(p["message"] for p in res["problems"])
+    assert len(res["problems"]) == 3, messages  # colour, the missing prompt and the timeout, all at once
+    assert "colour" in messages and "prompt" in messages and "timeout_s" in messages
+    code, out = cli("check", str(bad), "--repo", str(repo))
+    assert code == 2
+    _nothing_created(repo, isolated_home)
+
+
+def test_dry_run_prints_routing_and_argv_with_keys_redacted(cli, repo, tmp_path, isolated_home, monkeypatch):
+    secret = "sk-very-secret-value-123"
+    monkeypatch.setenv("BOSUN_TEST_KEY", secret)
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+    fake.chmod(0o755)
+    _add(repo, '[profiles.cx]\nadapter = "codex"\nmodel = "deepseek-chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
+               f'api_key_env = "BOSUN_TEST_KEY"\nbinary = "{fake}"\nextra_args = ["-c", "x={secret}"]')
+    task = task_yaml(tmp_path / "t.json")
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "cx", "--dry-run", "--json")
+    assert code == 0, res
+    assert res["dry_run"] is True and res["routing"]["profile"] == "cx"
+    argv = res["worker"]["argv"]
+    assert argv[0] == str(fake) and argv[1] == "exec" and "--json" in argv and argv[-1] == "-"
+    assert res["worker"]["env"]["BOSUN_TEST_KEY"] == "<redacted>"
+    assert secret not in json.dumps(res)
+    assert "x=<redacted>" in argv
+    code, out = cli("delegate", str(task), "--repo", str(repo), "--profile", "cx", "--dry-run")
+    assert code == 0 and "argv: " in out and "nothing was created" in out and secret not in out
+    _nothing_created(repo, isolated_home)
+
+
+def test_plan_check_runs_the_preflight_for_every_task(cli, repo, tmp_path, monkeypatch):
+    monkeypatch.delenv("BOSUN_TEST_UNSET_KEY", raising=False)
+    _add(repo, NO_KEY)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"title": "p", "tasks": [
+        {"id": "a", "prompt": "x", "profile": "nokey", "verify": ["pytset"], "owns": ["src/a.py"]},
+        {"id": "b", "prompt": "y", "profile": "nokey", "verify": [f"{sys.executable} -V"], "owns": ["src/b.py"]},
+    ]}))
+    code, res = cli("plan", "check", str(plan), "--repo", str(repo), "--json")
+    assert code == 2, res
+    by_code = {p["code"]: p for p in res["problems"]}
+    assert set(by_code) == {"MISSING_KEY", "VERIFY_NOT_FOUND"}, res["problems"]
+    assert by_code["MISSING_KEY"]["tasks"] == ["a", "b"] and by_code["VERIFY_NOT_FOUND"]["tasks"] == ["a"]
+
+
+# -- piping ---------------------------------------------------------------------------------------
+
+
+def _closed_pipe_run(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    """Run bosun with stdout a pipe whose reader has already gone (what `| head -1` leaves behind)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_HOME": str(home)}
+    try:
+        return subprocess.run([sys.executable, "-m", "bosun", *args], cwd=cwd, env=env, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(cli, repo, task_file, isolated_home):
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0
+    run_id = res["id"]
+    for args in (["list"], ["list", "--json"], ["show", run_id, "--events"], ["show", run_id, "--json"]):
+        out = _closed_pipe_run(*args, cwd=repo, home=isolated_home)
+        assert "Traceback" not in out.stderr and "BrokenPipeError" not in out.stderr, (args, out.stderr)
+        assert out.returncode == 141, (args, out.returncode, out.stderr)
+
+
+def test_piped_into_head_through_a_shell(cli, repo, task_file, isolated_home):
+    for _ in range(3):
+        cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_HOME": str(isolated_home)}
+    run_id = cli("list", "--json")[1]["runs"][0]["id"]
+    for cmd in ("list | head -1", f"show {run_id} --events | head -5"):
+        out = subprocess.run(["bash", "-c", f"'{sys.executable}' -m bosun {cmd}"], cwd=repo, env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.strip(), (cmd, out)
+        assert "Traceback" not in out.stderr, (cmd, out.stderr)
+
+
+# -- one --json contract ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list", "--bogus", "--json"], ["show", "--json"], ["list", "--state", "nope", "--json"], ["--json"],
+     ["plan", "status", "--json"]],
+)
+def test_usage_errors_are_json_under_json(args, isolated_home):
+    out = run_bosun(*args)
+    assert out.returncode == 2, out
+    doc = json.loads(out.stdout)
+    assert set(doc) == {"error"} and set(doc["error"]) == {"code", "message", "hint"}
+    assert doc["error"]["code"] == "USAGE" and doc["error"]["message"]
+    assert len(out.stdout.strip().splitlines()) == 1
+
+
+def test_list_state_names_the_valid_states(isolated_home):
+    out = run_bosun("list", "--state", "nope")
+    assert out.returncode == 2 and "verified" in out.stderr and "interrupted" in out.stderr
+    assert "verified" in run_bosun("list", "--help").stdout

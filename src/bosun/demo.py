@@ -8,6 +8,7 @@ no key. The model is a replay and the demo says so.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -114,21 +115,25 @@ def make_sample_repo(root: Path, base_url: str) -> tuple[Path, Path]:
 
 
 def _yaml_str(s: str) -> str:
-    import json
-
     return json.dumps(s)
 
 
-def run_demo(keep: bool = False) -> int:
+def run_demo(keep: bool = False, as_json: bool = False) -> int:
+    """The demo, narrated on stdout; with ``as_json`` narrated on stderr and summed up as one JSON object."""
     from rich.console import Console
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, stderr=as_json)
+    summary: dict[str, Any] = {}
     root = Path(tempfile.mkdtemp(prefix="bosun-demo-"))
     old_home = os.environ.get("BOSUN_HOME")
     os.environ["BOSUN_HOME"] = str(root / "bosun-home")
     started = time.monotonic()
     try:
-        return _run(console, root, started)
+        code = _run(console, root, started, summary)
+        if as_json:
+            summary.update(ok=code == 0, kept=str(root) if keep else None)
+            sys.stdout.write(json.dumps({"demo": summary}) + "\n")
+        return code
     finally:
         if old_home is None:
             os.environ.pop("BOSUN_HOME", None)
@@ -140,7 +145,7 @@ def run_demo(keep: bool = False) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(console: Any, root: Path, started: float) -> int:
+def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> int:
     from bosun.cli.render import describe_event
     from bosun.contract import load_contract
     from bosun.engine.lifecycle import Ctx, delegate
@@ -169,8 +174,10 @@ def _run(console: Any, root: Path, started: float) -> int:
             run = delegate(ctx, load_contract(task_path), repo, auto_approve=True, on_event=on_event)
         except BosunError as exc:
             console.print(f"[bold red]demo failed:[/] {exc.message}\n  {exc.hint}")
+            summary["error"] = exc.to_dict()
             return 1
     result = run_result(run)
+    summary.update(state=result["state"], run=result, seconds=round(time.monotonic() - started, 2))
     _show_result(console, result, repo)
     console.print(f"\n[bold]done in {time.monotonic() - started:.1f}s.[/] To use a real provider, put this in "
                   "your repo's bosun.toml and export the key:\n")

@@ -164,6 +164,7 @@ def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
             out(f"  {a['adapter']:<9} {a['binary']} {a.get('version') or '?'}{warn}\n")
         else:
             out(f"  {a['adapter']:<9} CLI not found (supported from {a.get('min_version') or '?'})\n")
+            continue  # what a CLI that is not installed cannot enforce is noise
         for rule in a.get("cannot_enforce", []):
             out(f"            cannot enforce: {rule}\n")
     if not report["profiles"] and not report["config_error"]:
@@ -210,12 +211,14 @@ def list_workers(repo: Path, as_json: bool) -> int:
 
         sys.stdout.write(json.dumps({"workers": rows}) + "\n")
         return EXIT_OK
+    if rows:
+        sys.stdout.write(f"{'PROFILE':<14} {'ADAPTER':<9} {'TIER':<9} {'STRENGTHS':<16} RECENT SUCCESS\n")
     for r in rows:
         note = ""
         if r["cooldown_until"]:
             note = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
         rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
-        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} ok {rate}{note}"
+        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} {rate}{note}"
         sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
     if not rows:
         sys.stdout.write("no profiles configured\n")

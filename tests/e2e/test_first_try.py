@@ -183,3 +183,33 @@ def test_list_state_names_the_valid_states(isolated_home):
     out = run_bosun("list", "--state", "nope")
     assert out.returncode == 2 and "verified" in out.stderr and "interrupted" in out.stderr
     assert "verified" in run_bosun("list", "--help").stdout
+
+
+# -- bosun models ---------------------------------------------------------------------------------
+
+
+def test_models_lists_the_provider_catalog_caches_it_and_survives_offline(cli, repo, tmp_path, monkeypatch):
+    from bosun.replay import ReplayServer
+
+    monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BOSUN_TEST_KEY", "dummy")
+    with ReplayServer({"turns": [], "models": ["deepseek-chat", "deepseek-reasoner"]}) as srv:
+        _add(repo, f'[profiles.ds]\nadapter = "native"\nmodel = "deepseek-chat"\nbase_url = "{srv.base_url("openai")}"\n'
+                   'api_key_env = "BOSUN_TEST_KEY"\nprices = {input = 0.27, cached_input = 0.07, output = 1.1}')
+        code, res = cli("models", "ds", "--repo", str(repo), "--json")
+        asked = [r for r in srv.requests if r.get("path", "").endswith("/models")] or srv.requests
+    assert code == 0, res
+    (entry,) = res["profiles"]
+    assert entry["models"] == ["deepseek-chat", "deepseek-reasoner"] and entry["listed"] is True
+    assert entry["cached"] is False and entry["prices"]["output"] == 1.1 and entry["error"] is None
+    assert asked
+    # The server is gone: the cached catalog answers for 30 minutes.
+    code, res = cli("models", "ds", "--repo", str(repo), "--json")
+    assert code == 0 and res["profiles"][0]["cached"] is True
+    assert res["profiles"][0]["models"] == ["deepseek-chat", "deepseek-reasoner"]
+    # Offline and nothing cached: "no catalog", not a failure.
+    code, res = cli("models", "ds", "--repo", str(repo), "--refresh", "--json")
+    assert code == 0 and res["profiles"][0]["models"] is None
+    assert res["profiles"][0]["error"].startswith("no catalog:")
+    code, out = cli("models", "--repo", str(repo))
+    assert code == 0 and "profile ds (native)" in out and "no catalog" in out

@@ -83,3 +83,14 @@ def test_modes(tmp_path):
     assert rules[-1] == {"toolName": "run_shell_command", "commandPrefix": ["python -m pytest -q tests"],
                          "decision": "allow", "priority": 900}
     assert build_argv(ctx, "gemini")[-2:] == ["--resume", "u-1"]
+
+
+def test_an_error_event_before_a_successful_result_does_not_fail_the_run(tmp_path):
+    # The CLI's own verdict decides: an error it reported and went on from is not the outcome.
+    parser = GeminiParser()
+    lines = stream("gemini", MIN_VERSION, "fix").read_text().splitlines()
+    lines.insert(1, json.dumps({"type": "error", "severity": "error", "message": "model metadata unavailable"}))
+    for line in lines:
+        parser.feed(line)
+    assert parser.state.finished_ok is True
+    assert result_of(parser, 0, tmp_path, "gemini").ok

@@ -284,14 +284,20 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from bosun.contract import json_schema
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    if args.json:
+        emit_json({"schema": json_schema()})
+    else:
+        sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
     return EXIT_OK
 
 
 def cmd_template(args: argparse.Namespace) -> int:
     from bosun.contract import TEMPLATE
 
-    sys.stdout.write(TEMPLATE)
+    if args.json:
+        emit_json({"template": TEMPLATE, "format": "yaml"})
+    else:
+        sys.stdout.write(TEMPLATE)
     return EXIT_OK
 
 
@@ -310,7 +316,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from bosun.demo import run_demo
 
-    return run_demo(keep=args.keep)
+    return run_demo(keep=args.keep, as_json=args.json)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -318,7 +324,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise BadInput("usage: bosun replay serve --script S.yaml [--port P]", "see `bosun replay serve --help`")
     from bosun.replay.serve import serve_forever
 
-    return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log)
+    return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log, as_json=args.json)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -337,3 +343,16 @@ def cmd_dash(args: argparse.Namespace) -> int:
     from bosun.cli.insight_cli import cmd_dash as run
 
     return run(args)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from bosun.config import load_settings
+    from bosun.isolation.git import repo_root
+    from bosun.models import catalog, print_catalog
+
+    doc = catalog(load_settings(repo_root(Path(args.repo))), args.profile, refresh=args.refresh)
+    if args.json:
+        emit_json(doc)
+    else:
+        print_catalog(doc)
+    return EXIT_OK

@@ -15,7 +15,8 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
 
     r = run_result(run)
     out = sys.stdout.write
-    out(f"run {r['id']}  [{r['state']}]  {r['title']}\n")
+    state = r["state"] if shown_state(r) == r["state"] else f"cleaned: {shown_state(r)}"
+    out(f"run {r['id']}  [{state}]  {r['title']}\n")
     for line in verdict_lines(r):
         out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
@@ -120,9 +121,17 @@ def print_list(runs: list[dict[str, Any]]) -> None:
     if not runs:
         sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
         return
+    sys.stdout.write(f"{'RUN':<22}  {'STATE':<11} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
     for r in runs:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
-        sys.stdout.write(f"{r['id']}  {r['state']:<11} {when}  {r['profile'] or '-':<12} {r['title'][:60]}\n")
+        sys.stdout.write(f"{r['id']:<22}  {shown_state(r):<11} {when}  {r['profile'] or '-':<12} {r['title'][:60]}\n")
+
+
+def shown_state(r: dict[str, Any]) -> str:
+    """A run cleaned up without being merged was discarded; it must not read like an integrated one."""
+    if r["state"] == "cleaned" and not r.get("merged_commit"):
+        return "discarded"
+    return str(r["state"])
 
 
 def print_events(run_id: str) -> None:

@@ -25,14 +25,24 @@ def serve_forever(
     *,
     out: TextIO | None = None,
     stop: threading.Event | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Serve ``script`` until SIGINT/SIGTERM (or until ``stop`` is set). Returns an exit code."""
+    """Serve ``script`` until SIGINT/SIGTERM (or until ``stop`` is set). Returns an exit code.
+
+    The first stdout line is the URL, or with ``as_json`` one object with the URL and each API's base."""
     out = out or sys.stdout
     stop = stop or threading.Event()
     restore = _install_signal_handlers(stop)
     try:
         with ReplayServer(script, root=root, port=port, log_path=log_path) as srv:
-            print(srv.url, file=out, flush=True)
+            if as_json:
+                import json
+
+                bases = {api: srv.base_url(api) for api in ("openai", "anthropic", "gemini", "codex")}
+                print(json.dumps({"url": srv.url, "base_urls": bases, "turns": len(srv.script.turns)}),
+                      file=out, flush=True)
+            else:
+                print(srv.url, file=out, flush=True)
             print(
                 f"replay: {len(srv.script.turns)} turns; OpenAI base {srv.base_url('openai')}, "
                 f"Anthropic/Gemini base {srv.url}; Ctrl-C stops",

@@ -189,14 +189,30 @@ def note_warning(st: ParseState, message: str) -> dict[str, Any]:
 
 
 def resolve_binary(profile_binary: str | None, default_name: str) -> str | None:
-    """The CLI to run: the profile's ``binary`` (a path or a name on PATH), else ``default_name``."""
+    """The CLI to run: the profile's ``binary`` (a path or a name on PATH), else ``default_name`` on
+    PATH, else the pinned CLIs ``scripts/install-worker-clis.sh`` installed (``make test`` does)."""
     import shutil
     from pathlib import Path
 
     name = profile_binary or default_name
     if "/" in name:
         return name if Path(name).exists() else None
-    return shutil.which(name)
+    return shutil.which(name) or installed_cli(name)
+
+
+def installed_cli(name: str) -> str | None:
+    """The newest complete shim for ``name`` under ``$BOSUN_CLI_CACHE`` (default ~/.cache/bosun/clis)."""
+    import os
+    from pathlib import Path
+
+    cache = Path(os.environ.get("BOSUN_CLI_CACHE") or Path.home() / ".cache" / "bosun" / "clis")
+    try:
+        shims = [p for p in cache.glob(f"cli-*/shims/{name}") if (p.parent.parent / ".complete").exists()]
+    except OSError:
+        return None
+    if not shims:
+        return None
+    return str(max(shims, key=lambda p: p.stat().st_mtime))
 
 
 def cli_version(binary: str, args: tuple[str, ...] = ("--version",), timeout: float = 20.0) -> str | None:

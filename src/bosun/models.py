@@ -1,0 +1,184 @@
+"""`bosun models`: which models each profile's CLI or provider offers.
+
+The catalog comes from the CLI's own listing where the profile relies on the CLI's providers
+(``opencode models``, ``kilo models``: a profile without ``base_url``), otherwise from the provider's
+model list (``GET {base_url}/models`` with the profile's key; Anthropic and Gemini endpoints in their
+own shapes). Answers are cached for 30 minutes in bosun's cache directory. Offline, a refused key or
+an endpoint without a listing means "no catalog" (with the reason), never a failure: the profile's
+own model is still shown with the prices bosun knows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bosun.config import Profile, Settings
+
+CACHE_TTL_S = 30 * 60
+FETCH_TIMEOUT_S = 8.0
+CLI_LISTING = {"opencode": "opencode", "kilo": "kilo"}  # adapters whose CLI lists its providers' models
+
+
+def catalog(settings: Settings, only: str | None = None, refresh: bool = False) -> dict[str, Any]:
+    names = [only] if only else sorted(settings.profiles)
+    profiles = [_entry(settings.profile(n), refresh) for n in names]
+    return {"profiles": profiles, "cache_ttl_s": CACHE_TTL_S}
+
+
+def _entry(profile: Profile, refresh: bool) -> dict[str, Any]:
+    source, fetch = _source(profile)
+    entry: dict[str, Any] = {
+        "profile": profile.name, "adapter": profile.adapter, "model": profile.model, "source": source,
+        "models": None, "listed": None, "cached": False, "fetched_at": None, "error": None,
+        "prices": profile.prices.model_dump(),
+    }
+    if fetch is None:
+        entry["error"] = "no catalog: this adapter has no model listing"
+        return entry
+    key = hashlib.sha256(json.dumps([source, profile.api_key_env or ""]).encode()).hexdigest()[:24]
+    cached = None if refresh else _read_cache(key)
+    if cached is not None:
+        entry.update(models=cached["models"], cached=True, fetched_at=cached["fetched_at"])
+    else:
+        try:
+            models = sorted(set(fetch()))
+        except CatalogUnavailable as exc:
+            entry["error"] = f"no catalog: {exc}"
+            return entry
+        entry.update(models=models, fetched_at=time.time())
+        _write_cache(key, models)
+    if profile.model and entry["models"] is not None:
+        entry["listed"] = profile.model in entry["models"]
+    return entry
+
+
+class CatalogUnavailable(Exception):
+    """Why there is no catalog (offline, refused, no listing); shown, never raised to the user."""
+
+
+def _source(profile: Profile) -> tuple[str | None, Any]:
+    if profile.adapter in CLI_LISTING and not profile.base_url:
+        return f"{CLI_LISTING[profile.adapter]} models", lambda: _cli_listing(profile)
+    if profile.adapter == "command":
+        return None, None
+    base = profile.base_url or _DEFAULT_BASE.get(profile.adapter)
+    if not base:
+        return None, None
+    return f"{base.rstrip('/')}/models", lambda: _provider_listing(profile, base)
+
+
+_DEFAULT_BASE = {"codex": "https://api.openai.com/v1"}
+
+
+def _provider_listing(profile: Profile, base: str) -> list[str]:
+    import httpx
+
+    key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
+    api = profile.api or {"claude": "anthropic", "gemini": "gemini"}.get(profile.adapter, "openai")
+    headers: dict[str, str] = {}
+    url = base.rstrip("/")
+    if api == "anthropic":
+        url += "/v1/models" if not url.endswith("/v1") else "/models"
+        if key:
+            headers.update({"x-api-key": key, "anthropic-version": "2023-06-01"})
+    elif api == "gemini":
+        url += "/v1beta/models" if "/v1" not in url else "/models"
+        if key:
+            headers["x-goog-api-key"] = key
+    else:
+        url += "/models"
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+    try:
+        res = httpx.get(url, headers=headers, timeout=FETCH_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        raise CatalogUnavailable(f"{url} unreachable ({type(exc).__name__})") from None
+    if res.status_code != 200:
+        raise CatalogUnavailable(f"{url} answered HTTP {res.status_code}")
+    try:
+        doc = res.json()
+    except ValueError:
+        raise CatalogUnavailable(f"{url} did not answer JSON") from None
+    items = doc.get("data") if isinstance(doc, dict) and "data" in doc else (doc or {}).get("models", [])
+    ids = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            name = item.get("id") or str(item.get("name") or "").removeprefix("models/")
+            if name:
+                ids.append(str(name))
+    return ids
+
+
+def _cli_listing(profile: Profile) -> list[str]:
+    """``opencode models`` / ``kilo models``, run with a throwaway HOME (the user's config is not read)."""
+    import tempfile
+
+    from bosun import proc
+    from bosun.workers.cli_base import resolve_binary
+
+    binary = resolve_binary(profile.binary, CLI_LISTING[profile.adapter])
+    if not binary:
+        raise CatalogUnavailable(f"{CLI_LISTING[profile.adapter]} is not installed")
+    with tempfile.TemporaryDirectory(prefix="bosun-models-") as home:
+        env = proc.allowlisted_env(extra_keys=profile.key_env_names(), overrides={"HOME": home, "NO_COLOR": "1"})
+        try:
+            res = proc.run_quick([binary, "models"], env=env, timeout=60)
+        except Exception as exc:  # noqa: BLE001 - a CLI that cannot list is "no catalog"
+            raise CatalogUnavailable(f"`{binary} models` failed: {exc}") from None
+    if res.returncode != 0:
+        raise CatalogUnavailable(f"`{binary} models` exited {res.returncode}")
+    return [ln.strip() for ln in res.stdout.splitlines() if ln.strip() and " " not in ln.strip()]
+
+
+def _cache_file(key: str) -> Path:
+    from bosun.paths import cache_dir
+
+    return cache_dir() / "models" / f"{key}.json"
+
+
+def _read_cache(key: str) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(_cache_file(key).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or time.time() - float(doc.get("fetched_at", 0)) > CACHE_TTL_S:
+        return None
+    return doc
+
+
+def _write_cache(key: str, models: list[str]) -> None:
+    from bosun.fileio import write_text_atomic
+
+    path = _cache_file(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps({"fetched_at": time.time(), "models": models}))
+    except OSError:
+        pass  # no cache: the next call asks again
+
+
+def print_catalog(doc: dict[str, Any]) -> None:
+    import sys
+
+    out = sys.stdout.write
+    if not doc["profiles"]:
+        out("no profiles configured; add [profiles.NAME] to bosun.toml\n")
+    for e in doc["profiles"]:
+        p = e["prices"]
+        price = f"${p['input']}/{p['cached_input']}/{p['output']} per M in/cached/out" if any(p.values()) else "no prices set"
+        out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
+        if e["models"] is None:
+            out(f"  {e['error']}\n")
+            continue
+        where = f"{e['source']}" + (" (cached)" if e["cached"] else "")
+        out(f"  {len(e['models'])} model(s) from {where}\n")
+        if e["listed"] is False:
+            out(f"  note: {e['model']} is not in this catalog; check the model name\n")
+        for m in e["models"][:200]:
+            out(f"    {m}{'  <- this profile' if m == e['model'] else ''}\n")

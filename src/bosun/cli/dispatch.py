@@ -9,9 +9,11 @@ from typing import Any
 
 from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, BosunError
 
+# The run result's keys (docs/cli.md), null when an error comes before there is a run.
 NULL_RESULT_KEYS = (
-    "id", "state", "profile", "base", "branch", "worktree", "diff_sha256", "files_changed",
-    "gates", "verification", "usage",
+    "id", "state", "title", "profile", "profile_reason", "base", "source_branch", "branch", "worktree",
+    "diff_sha256", "files_changed", "gates", "verification", "usage", "cost_usd", "merged_commit", "run_dir",
+    "savings", "final_message",
 )
 
 

@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="worker profile to use")
     p.add_argument("--wait", action="store_true", help="wait for a free slot at the concurrency cap")
     _secret_flag(p)
-    _common(p, repo=True, quiet=True)
+    _common(p, repo=True)
 
     p = add("work", "run the worker on a prepared run (or revise one with --resume)")
     _run_id(p)

@@ -251,7 +251,8 @@ def json_schema() -> dict[str, Any]:
 
 
 TEMPLATE = """\
-# A bosun task contract. Validate with `bosun delegate --dry-run` or see `bosun schema`.
+# A bosun task contract. Validate it with `bosun check task.yaml` (nothing runs); `bosun delegate
+# task.yaml --dry-run` also prints the worker's command; `bosun schema` describes every field.
 title: Fix the off-by-one in paginate()
 # What the worker must do. Be specific: name files, functions, the behaviour wanted.
 prompt: |

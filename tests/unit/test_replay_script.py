@@ -89,6 +89,9 @@ def test_faults_and_usage():
         [{"say": "x", "repeat": 0}],
         {"turns": [], "on_exhausted": "panic"},
         {"turns": [], "extra": 1},
+        {"conversations": [{"turns": []}]},
+        {"conversations": [{"match": "(", "turns": []}]},
+        {"conversations": [{"match": "a", "turns": [], "colour": 1}]},
         42,
     ],
 )

@@ -81,28 +81,38 @@ class Player:
         self.root = root
         self.detect_root = detect_root
         self._lock = threading.Lock()
-        self._next = 0
+        # The next turn of each conversation: None is the top-level turns, i the i-th `conversations` entry.
+        self._next: dict[int | None, int] = {}
         self._seq = 0
 
     @property
     def turns_used(self) -> int:
         with self._lock:
-            return self._next
+            return sum(self._next.values())
+
+    def conversation(self, req: ParsedRequest) -> tuple[int | None, tuple[Turn, ...]]:
+        """Which conversation a request belongs to: the first whose ``match`` is in its text."""
+        for i, conv in enumerate(self.script.conversations):
+            if conv.match.search(req.raw_text):
+                return i, conv.turns
+        return None, self.script.turns
 
     def next_reply(self, req: ParsedRequest) -> Reply:
+        key, turns = self.conversation(req)
         with self._lock:  # peek and consume atomically: concurrent requests never share a turn
             self._seq += 1
             seq = self._seq
-            turn = self.script.turns[self._next] if self._next < len(self.script.turns) else None
+            index = self._next.get(key, 0)
+            turn = turns[index] if index < len(turns) else None
             side = self.side_reason(req, turn)
             if side is None and turn is not None:
-                self._next += 1
+                self._next[key] = index + 1
         if side is not None:
             reply = Reply(source="side", text=self._side_text(req, side), note=side[0])
         elif turn is None:
             reply = self._exhausted()
         else:
-            reply = self._play(turn, req)
+            reply = self._play(turn, req, key)
         reply.seq = seq
         reply.usage = self._usage(req, reply, turn if reply.source == "turn" else None)
         return reply
@@ -146,14 +156,15 @@ class Player:
             return Reply(source="exhausted", fault=fault, error="replay script exhausted")
         return Reply(source="exhausted", text=self.script.exhausted_text)
 
-    def _play(self, turn: Turn, req: ParsedRequest) -> Reply:
+    def _play(self, turn: Turn, req: ParsedRequest, conversation: int | None = None) -> Reply:
         reply = Reply(source="turn", turn=turn.index, text=turn.say or "", fault=turn.fault)
         if not turn.needs_tools:
             return reply
         results = {str(r.get("id")): str(r.get("output") or "") for r in req.tool_results}
         ctx = MapContext(root=self.request_root(req), results=results)
         try:
-            reply.calls = map_actions(turn.actions, req.tools, ctx, f"call_{turn.index}")
+            prefix = f"call_{turn.index}" if conversation is None else f"call_c{conversation}_{turn.index}"
+            reply.calls = map_actions(turn.actions, req.tools, ctx, prefix)
         except ToolMapError as exc:
             # Answer in words so the run ends and the test that used this script fails clearly.
             reply.error = str(exc)

@@ -34,7 +34,8 @@ ACTION_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 NAMED_FAULTS = ("model_not_found", "stall", "malformed_sse")
 TURN_KEYS = {"say", "fault", "retry_after", "stall_s", "message", "usage", "actions", "repeat"}
-TOP_KEYS = {"turns", "on_exhausted", "exhausted_text", "consume_toolless", "side_reply", "match", "models"}
+TOP_KEYS = {"turns", "on_exhausted", "exhausted_text", "consume_toolless", "side_reply", "match", "models",
+            "conversations"}
 
 
 class ScriptError(BadInput):
@@ -109,6 +110,14 @@ class SideRule:
 
 
 @dataclass(frozen=True)
+class Conversation:
+    """Turns of their own for the requests whose text matches ``match`` (one worker of several)."""
+
+    match: re.Pattern[str]
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
 class Script:
     turns: tuple[Turn, ...]
     on_exhausted: str = "say"  # "say": answer exhausted_text; "error": answer HTTP 500
@@ -117,6 +126,7 @@ class Script:
     side_reply: str = "Task"
     match: tuple[SideRule, ...] = ()
     models: tuple[str, ...] = ("mock-model",)
+    conversations: tuple[Conversation, ...] = ()
 
 
 def load_script(source: Any) -> Script:
@@ -187,7 +197,22 @@ def _from_data(data: Any) -> Script:
         side_reply=str(data.get("side_reply", "Task")),
         match=tuple(_side_rule(r) for r in _as_list(data.get("match"), "match")),
         models=tuple(str(m) for m in _as_list(models, "models")),
+        conversations=tuple(_conversation(c) for c in _as_list(data.get("conversations"), "conversations")),
     )
+
+
+def _conversation(data: Any) -> Conversation:
+    if not isinstance(data, dict) or not isinstance(data.get("match"), str) or "turns" not in data:
+        raise ScriptError("each conversation is a mapping {match: REGEX, turns: [...]}",
+                          "match: a text only that worker's requests contain, e.g. its task's title")
+    unknown = set(data) - {"match", "turns"}
+    if unknown:
+        raise ScriptError(f"unknown conversation keys: {', '.join(sorted(unknown))}")
+    try:
+        pattern = re.compile(data["match"])
+    except re.error as exc:
+        raise ScriptError(f"bad regular expression {data['match']!r} in conversations: {exc}") from None
+    return Conversation(match=pattern, turns=_turns(_as_list(data["turns"], "turns")))
 
 
 def _as_list(value: Any, what: str) -> list[Any]:

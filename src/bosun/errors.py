@@ -7,7 +7,10 @@ else catches them broadly.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # Exit codes are part of the CLI contract (README "Exit codes"); never renumber them.
 EXIT_OK = 0

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 # Bumped when the layout of a persisted JSON document changes incompatibly.
 FORMAT_VERSION = 1

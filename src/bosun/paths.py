@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 from bosun.errors import BadInput
@@ -20,6 +21,13 @@ def bosun_home() -> Path:
     env = os.environ.get("BOSUN_HOME")
     if env:
         return Path(env).expanduser().resolve()
+    # The platform state dir, computed as platformdirs does on Linux and macOS without importing it
+    # (its import is a large share of `bosun list` / `bosun show` start-up).
+    if sys.platform.startswith("linux"):
+        base = os.environ.get("XDG_STATE_HOME", "").strip() or os.path.expanduser("~/.local/state")
+        return (Path(base) / "bosun").resolve()
+    if sys.platform == "darwin":
+        return (Path.home() / "Library" / "Application Support" / "bosun").resolve()
     import platformdirs
 
     return Path(platformdirs.user_state_dir("bosun")).resolve()

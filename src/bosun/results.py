@@ -5,10 +5,12 @@ Kept free of pydantic and rich so ``bosun show --json`` and ``bosun list --json`
 
 from __future__ import annotations
 
-from typing import Any
-
 from bosun.fileio import read_json
 from bosun.paths import run_dir
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 # States that are an outcome without a fault: an ``error`` recorded on the way there is history,
 # not the current state, and is never shown (the transition log keeps it).

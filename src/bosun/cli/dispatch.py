@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, BosunError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 # The run result's keys (docs/cli.md), null when an error comes before there is a run.
 NULL_RESULT_KEYS = (

@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from bosun.cli.dispatch import emit_json, exit_for_state
 from bosun.cli.parents_cli import cmd_mcp, cmd_savings, cmd_skill, cmd_watch  # noqa: F401 - verbs for parents
 from bosun.errors import EXIT_OK, BadInput
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _ctx() -> Any:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs `bosun --help` start-up time
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 # Set by main(): usage errors are JSON when the command line asks for --json.
 _JSON_REQUESTED = [False]
@@ -63,7 +66,22 @@ def _run_id(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", metavar="RUN", help="a run id (see `bosun list`)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """Stands in for the parser of a verb this call does not run: its arguments are never added.
+
+    Building every verb's arguments costs start-up time on each call; only the verb on the command
+    line (or, for ``bosun --help``, none: the list of verbs needs their names and help only) is built.
+    """
+
+    def __getattr__(self, name: str) -> object:
+        return lambda *args, **kwargs: self
+
+
+PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
+
+
+def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
+    """The parser; ``wanted`` = the verb whose arguments to build ("*": all, None: only the verb list)."""
     parser = Parser(
         prog="bosun", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -71,9 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-        return sub.add_parser(
+        p = sub.add_parser(
             name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
         )
+        return p if wanted in ("*", name) else _Unbuilt()  # type: ignore[return-value]
 
     p = add(
         "delegate",
@@ -167,10 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stat", action="store_true", help="only the files and line counts")
     _common(p)
 
-    from bosun.engine.states import STATES
-
     p = add("list", "list runs, newest first")
-    p.add_argument("--state", choices=STATES, metavar="STATE", help="only runs in this state: " + ", ".join(STATES))
+    if wanted in ("*", "list"):
+        from bosun.engine.states import STATES
+
+        p.add_argument("--state", choices=STATES, metavar="STATE", help="only runs in this state: " + ", ".join(STATES))
     p.add_argument("--search", metavar="TEXT", help="full-text search in titles and prompts")
     p.add_argument("--limit", type=int, default=50)
     _common(p)
@@ -202,9 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the sample repo and bosun home afterwards")
     _common(p)
 
-    from bosun.cli.plan_cli import add_plan_parser
+    if wanted in ("*", "plan"):
+        from bosun.cli.plan_cli import add_plan_parser
 
-    add_plan_parser(sub)
+        add_plan_parser(sub)
+    else:
+        sub.add_parser("plan", help=PLAN_HELP)
 
     from bosun.cli.parents_cli import add_parent_parsers
 
@@ -241,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2): a return code, for in-process callers too

@@ -38,8 +38,10 @@ def _plan_id(p: argparse.ArgumentParser) -> None:
 
 
 def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from bosun.cli.main import PLAN_HELP
+
     p = sub.add_parser(
-        "plan", help="run many tasks as a dependency graph in parallel waves", description=PLAN_DESCRIPTION,
+        "plan", help=PLAN_HELP, description=PLAN_DESCRIPTION,
         epilog=PLAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     psub = p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")

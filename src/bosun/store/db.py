@@ -15,11 +15,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from bosun.engine.states import ACTIVE_STATES, check_transition
 from bosun.errors import InvalidTransition, NotFound
 from bosun.store.migrations import migrate
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 RUN_COLUMNS = (
     "id", "state", "title", "repo", "source_branch", "base", "start_commit", "branch", "worktree",

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench clean-venv
+.PHONY: demo test test-all test-fast lint bench clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/bosun demo
 
-# The whole suite, end-to-end tests through the real worker CLIs included.
+# Lint, types, every test that needs no worker CLI (the whole loop, plans, gates, the native worker
+# against the replay server) and one real worker CLI per wire API: Chat Completions (Pi), Responses
+# (Codex), Anthropic Messages (Claude Code), Gemini (Gemini CLI).
 test: $(STAMP)
+	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
+	 $(BIN)/ruff check src tests bench && $(BIN)/mypy src && \
+	 $(BIN)/pytest -n 2 -q -m "not slow or smoke" $(PYTEST_ARGS)
+
+# The whole suite: every end-to-end test through every real worker CLI (what CI runs).
+test-all: $(STAMP)
 	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
 	 $(BIN)/ruff check src tests bench && $(BIN)/mypy src && \
 	 $(BIN)/pytest -n 2 -q $(PYTEST_ARGS)

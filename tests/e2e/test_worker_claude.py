@@ -15,6 +15,7 @@ def _key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "dummy")
 
 
+@pytest.mark.smoke  # `make test`: one real CLI per wire API
 def test_claude_fixes_the_bug(cli, repo, task_file):
     check_fix(cli, repo, task_file, ADAPTER)
 

@@ -23,6 +23,7 @@ def _key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "dummy")
 
 
+@pytest.mark.smoke  # `make test`: one real CLI per wire API
 def test_codex_fixes_the_bug(cli, repo, task_file):
     check_fix(cli, repo, task_file, ADAPTER)
 

@@ -42,6 +42,7 @@ def delegate(cli, repo: Path, task: Path, *extra: str) -> tuple[int, dict]:
     return cli("delegate", str(task), "--repo", str(repo), "--profile", "pi", "--json", *extra)
 
 
+@pytest.mark.smoke  # `make test`: one real CLI per wire API
 def test_pi_fixes_the_bug(cli, repo, task_file, pi):
     from bosun.store.db import open_store
 

@@ -213,3 +213,87 @@ def test_models_lists_the_provider_catalog_caches_it_and_survives_offline(cli, r
     assert res["profiles"][0]["error"].startswith("no catalog:")
     code, out = cli("models", "--repo", str(repo))
     assert code == 0 and "profile ds (native)" in out and "no catalog" in out
+
+
+def test_plan_watch_into_a_closed_pipe(cli, tmp_path, isolated_home):
+    from tests.e2e.test_plans import check, make_plan_repo, task, write_plan
+
+    prepo = make_plan_repo(tmp_path / "prepo")
+    plan = write_plan(tmp_path / "p.json", [task("a", "@write out/a.txt a", ["out/a.txt"], verify=[check("out/a.txt")])])
+    code, res = cli("plan", "run", str(plan), "--repo", str(prepo), "--json")
+    assert code == 0, res
+    for args in (["plan", "watch", res["id"], "--json"], ["plan", "watch", res["id"]]):
+        out = _closed_pipe_run(*args, cwd=prepo, home=isolated_home)
+        assert "Traceback" not in out.stderr, out.stderr
+        assert out.returncode == 141
+
+
+# -- the smaller things ---------------------------------------------------------------------------
+
+
+def test_interrupt_message_names_the_run_and_its_state(cli, repo, task_file):
+    import argparse
+
+    from bosun.cli.dispatch import interrupted_message
+
+    code, res = cli("prepare", str(task_file), "--repo", str(repo), "--json")
+    msg = interrupted_message(argparse.Namespace(run_id=res["id"]))
+    assert res["id"] in msg and "prepared" in msg and "RUN" not in msg and "working" not in msg
+    assert interrupted_message(argparse.Namespace()) == "bosun: interrupted"
+
+
+def test_list_headers_and_a_discarded_run_reads_discarded(cli, repo, task_file):
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    cli("discard", res["id"], "--json")
+    code, res2 = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--auto-approve", "--json")
+    cli("cleanup", res2["id"], "--json")
+    code, out = cli("list")
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["RUN", "STATE", "CREATED"]
+    by_id = {ln.split()[0]: ln.split()[1] for ln in lines[1:]}
+    assert by_id[res["id"]] == "discarded" and by_id[res2["id"]] == "cleaned"
+    code, out = cli("show", res["id"])
+    assert "[cleaned: discarded]" in out.splitlines()[0]
+    code, out = cli("workers", "--repo", str(repo))
+    assert out.splitlines()[0].split()[:3] == ["PROFILE", "ADAPTER", "TIER"]
+
+
+def test_doctor_says_nothing_about_what_missing_clis_cannot_enforce(cli, repo, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("BOSUN_CLI_CACHE", str(tmp_path / "no-clis"))
+    code, out = cli("doctor", "--repo", str(repo))
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if "CLI not found" in line:
+            assert i + 1 == len(lines) or "cannot enforce" not in lines[i + 1], lines[i:i + 2]
+    assert any("CLI not found" in ln for ln in lines)
+
+
+def test_doctor_finds_the_clis_make_test_installs(cli, repo, monkeypatch, tmp_path):
+    cache = tmp_path / "clis"
+    shim = cache / "cli-abc" / "shims" / "codex"
+    shim.parent.mkdir(parents=True)
+    shim.write_text("#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+    shim.chmod(0o755)
+    (cache / "cli-abc" / ".complete").write_text("")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("BOSUN_CLI_CACHE", str(cache))
+    code, res = cli("doctor", "--repo", str(repo), "--json")
+    codex = next(a for a in res["adapters"] if a["adapter"] == "codex")
+    assert codex["cli_found"] is True and codex["binary"] == str(shim) and codex["version"] == "0.171.0"
+
+
+def test_the_template_names_only_real_commands_and_passes_check(cli, repo, tmp_path):
+    import re
+
+    from bosun.cli.main import build_parser
+    from bosun.contract import TEMPLATE
+
+    verbs = set(next(a for a in build_parser()._actions if a.dest == "command").choices)
+    for cmd in re.findall(r"`bosun (\w[\w-]*)", TEMPLATE):
+        assert cmd in verbs, cmd
+    assert "bosun check" in TEMPLATE and "--dry-run" in TEMPLATE
+    task = tmp_path / "task.yaml"
+    task.write_text(TEMPLATE.replace("python -m pytest -q tests/test_pages.py", f"{sys.executable} -V"))
+    code, res = cli("check", str(task), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0 and res["ok"], res

@@ -328,7 +328,8 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
             error={
                 "code": "GATES_FAILED",
                 "message": "rejected by " + ", ".join(failed),
-                "hint": "`bosun show " + run_id + "` explains each gate; revise with `bosun work --resume`",
+                "hint": f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
+                        "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
             },
         )
         ctx.store.transition(run_id, S.WORKED, S.REJECTED, "gates failed: " + ", ".join(failed))

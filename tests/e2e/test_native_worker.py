@@ -88,10 +88,17 @@ def test_fallback_moves_to_the_next_profile_and_cools_down_the_first(cli, repo, 
     assert "first" in store.cooldowns()
 
 
-def test_missing_key_blocks_with_a_hint(cli, repo, task_file, monkeypatch):
+def test_missing_key_is_found_before_the_run_and_blocks_a_later_attempt(cli, repo, task_file, monkeypatch):
     monkeypatch.delenv("NOPE_KEY", raising=False)
     add_profile(repo, "keyed", "http://127.0.0.1:9/v1", api_key_env='"NOPE_KEY"')
     code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "keyed", "--json")
+    assert code == 2 and res["id"] is None  # pre-flight: nothing was created
+    assert [p["code"] for p in res["problems"]] == ["MISSING_KEY"] and "NOPE_KEY" in res["problems"][0]["hint"]
+    # The key goes away between prepare and work: the attempt is blocked, with the same hint.
+    monkeypatch.setenv("NOPE_KEY", "k")
+    code, res = cli("prepare", str(task_file), "--repo", str(repo), "--profile", "keyed", "--json")
+    monkeypatch.delenv("NOPE_KEY")
+    code, res = cli("work", res["id"], "--json")
     assert res["state"] == "blocked"
     assert "NOPE_KEY" in res["error"]["hint"]
 

@@ -205,7 +205,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
 
     p = add(
         "models",
-        "the models each profile's CLI or provider offers, with the prices and effort levels bosun knows",
+        "the models each profile's CLI or provider offers, with the prices the profile sets",
         "List the models a profile can use: from the CLI's own listing where it has one (opencode models,\n"
         "kilo models) or the provider's /v1/models. Cached for 30 minutes; offline means 'no catalog'.",
     )

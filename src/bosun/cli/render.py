@@ -154,6 +154,8 @@ def describe_event(ev: dict[str, Any]) -> str:
         return f"   usage +{ev.get('input_tokens', 0)} in / +{ev.get('output_tokens', 0)} out"
     if t == "error":
         return f"!! {ev.get('error_class') or 'error'}: {ev.get('message')}"
+    if t == "warning":
+        return f"!  warning: {ev.get('message')}"
     if t == "session":
         return f"   session {ev.get('session_id')}"
     return str(ev)
@@ -163,7 +165,8 @@ def event_printer() -> Callable[[dict[str, Any]], None]:
     from rich.console import Console
 
     console = Console(stderr=True, highlight=False)
-    styles = {"message": "cyan", "tool_call": "yellow", "tool_result": "green", "error": "bold red", "usage": "dim"}
+    styles = {"message": "cyan", "tool_call": "yellow", "tool_result": "green", "error": "bold red", "usage": "dim",
+              "warning": "yellow"}
 
     def on_event(ev: dict[str, Any]) -> None:
         console.print(describe_event(ev), style=styles.get(str(ev.get("type")), ""), markup=False)

@@ -13,7 +13,7 @@ usage      input_tokens, cached_input_tokens, output_tokens, reasoning_tokens, c
            i.e. a delta; the run's usage is the sum of these)
 error      error_class (see ErrorClass), message, retryable, retry_after_s
 warning    message (something the CLI reported that did not stop the run, e.g. an unknown model
-           name it runs with fallback settings; an effort level snapped to a legal value)
+           name it runs with fallback settings)
 session    session_id
 ========== ==============================================================================
 

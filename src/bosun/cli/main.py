@@ -40,8 +40,49 @@ exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
 """
 
 
+def _untranslated(message: str) -> str:
+    return message
+
+
+# bosun's texts are English only. argparse asks gettext to translate every string it creates, and
+# each ask probes the file system for catalogs that do not exist: most of a fast command's parse time.
+setattr(argparse, "_", _untranslated)  # noqa: B010 - a module global, not an attribute of an object
+
+_WIDTH: list[int] = []
+
+
+def _terminal_width() -> int:
+    """What shutil.get_terminal_size() gives (COLUMNS, else the terminal, else 80), asked once per process
+    and without importing shutil (argparse builds a formatter, and asks, for every argument)."""
+    if not _WIDTH:
+        import os
+
+        try:
+            columns = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+            except (OSError, ValueError, AttributeError):
+                columns = 0
+        _WIDTH.append((columns or 80) - 2)
+    return _WIDTH[0]
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _terminal_width())
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, except that a usage error under --json is one JSON object (exit 2)."""
+    """argparse, except that a usage error under --json is one JSON object (exit 2), and help is
+    formatted without the per-argument costs (see ``Formatter``)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs["formatter_class"] = Formatter
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
         if _JSON_REQUESTED[0]:
@@ -78,20 +119,26 @@ class _Unbuilt:
 
 
 PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
+# Every verb, in --help order (a test checks it against the parser): a known verb gets only its own
+# parser built; anything else gets the whole list, so argparse can name the valid choices.
+VERBS = (
+    "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
+    "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
+    "plan", "replay",
+)
 
 
 def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     """The parser; ``wanted`` = the verb whose arguments to build ("*": all, None: only the verb list)."""
     parser = Parser(
-        prog="bosun", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+        prog="bosun", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
-        p = sub.add_parser(
-            name, help=help, description=description or help, formatter_class=argparse.RawDescriptionHelpFormatter
-        )
+        if wanted not in ("*", None, name):
+            return _Unbuilt()  # type: ignore[return-value]  # another verb runs: not even listed
+        p = sub.add_parser(name, help=help, description=description or help)
         return p if wanted in ("*", name) else _Unbuilt()  # type: ignore[return-value]
 
     p = add(
@@ -226,7 +273,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         from bosun.cli.plan_cli import add_plan_parser
 
         add_plan_parser(sub)
-    else:
+    elif wanted is None:
         sub.add_parser("plan", help=PLAN_HELP)
 
     from bosun.cli.parents_cli import add_parent_parsers
@@ -264,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in VERBS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2): a return code, for in-process callers too

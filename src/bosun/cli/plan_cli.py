@@ -42,7 +42,7 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     p = sub.add_parser(
         "plan", help=PLAN_HELP, description=PLAN_DESCRIPTION,
-        epilog=PLAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=PLAN_EPILOG,
     )
     psub = p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
 

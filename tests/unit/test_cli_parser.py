@@ -1,0 +1,43 @@
+"""The parser's start-up shortcuts change nothing a user sees, and keep slow imports off the fast paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bosun.cli.main import VERBS, build_parser
+from tests.conftest import ROOT
+
+
+def _choices(parser) -> dict:
+    return next(a for a in parser._actions if a.dest == "command").choices
+
+
+def test_verbs_is_every_verb_in_order():
+    assert tuple(_choices(build_parser())) == VERBS
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_a_verb_alone_is_built_exactly_as_in_the_full_parser(verb):
+    full, alone = _choices(build_parser())[verb], _choices(build_parser(verb))[verb]
+    assert alone.format_help() == full.format_help()
+    assert list(_choices(build_parser(verb))) == [verb]
+
+
+def test_the_verb_list_alone_gives_the_same_top_level_help():
+    assert build_parser(None).format_help() == build_parser().format_help()
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list", "--json"], ["show", "20990101-000000-aaaaaa", "--json"]])
+def test_fast_paths_import_nothing_heavy(args, tmp_path):
+    # No BOSUN_HOME: the default state dir (here under XDG_STATE_HOME) must not need platformdirs.
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    env.pop("BOSUN_HOME", None)
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "bosun", *args], env=env, capture_output=True,
+                         text=True, timeout=60)
+    modules = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {"typing", "shutil", "platformdirs", "pydantic", "rich", "yaml", "httpx", "dataclasses", "inspect"}
+    assert not modules & heavy, sorted(modules & heavy)

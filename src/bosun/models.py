@@ -128,7 +128,7 @@ def _cli_listing(profile: Profile) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="bosun-models-") as home:
         env = proc.allowlisted_env(extra_keys=profile.key_env_names(), overrides={"HOME": home, "NO_COLOR": "1"})
         try:
-            res = proc.run_quick([binary, "models"], env=env, timeout=60)
+            res = proc.run_quick([binary, "models"], env=env, timeout=120)  # a Node CLI on a busy machine
         except Exception as exc:  # noqa: BLE001 - a CLI that cannot list is "no catalog"
             raise CatalogUnavailable(f"`{binary} models` failed: {exc}") from None
     if res.returncode != 0:

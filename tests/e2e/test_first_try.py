@@ -297,3 +297,20 @@ def test_the_template_names_only_real_commands_and_passes_check(cli, repo, tmp_p
     task.write_text(TEMPLATE.replace("python -m pytest -q tests/test_pages.py", f"{sys.executable} -V"))
     code, res = cli("check", str(task), "--repo", str(repo), "--profile", "fix", "--json")
     assert code == 0 and res["ok"], res
+
+
+def test_verify_cwd_and_env_path_are_checked_too(cli, repo, tmp_path):
+    tool_dir = tmp_path / "tools"
+    tool_dir.mkdir()
+    tool = tool_dir / "mycheck"
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    task = task_yaml(tmp_path / "t.json", verify=[
+        {"run": "true", "cwd": "no/such/dir"},
+        {"run": "mycheck", "env": {"PATH": f"{tool_dir}:/usr/bin:/bin"}},
+        {"run": "./scripts/check.sh"},
+    ])
+    code, res = cli("check", str(task), "--repo", str(repo), "--json")
+    assert code == 2
+    assert [p["code"] for p in res["problems"]] == ["VERIFY_CWD_MISSING", "VERIFY_NOT_FOUND"], res["problems"]
+    assert "./scripts/check.sh" in res["problems"][1]["message"]

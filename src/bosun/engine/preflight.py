@@ -128,14 +128,21 @@ def profile_problems(profile: Profile) -> list[Problem]:
 
 
 def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Problem]:
-    """Each verify command's program can be found (on PATH, or in the repository for ./paths)."""
+    """Each verify command's program can be found (on PATH, or in the repository for ./paths), and its
+    ``cwd`` exists."""
     problems = []
     for cmd in task.verify:
-        program = _program(cmd)
-        if program is None or _resolvable(program, repo, base):
-            continue
         shown = " ".join(cmd.run)
-        close = _close_programs(program)
+        cwd = cmd.cwd
+        if cwd and not _in_tree(cwd, repo, base, directory=True):
+            problems.append(Problem("VERIFY_CWD_MISSING", f"verify command `{shown}`: directory {cwd!r} not found",
+                                    "cwd is relative to the repository root; fix it in the task file"))
+            continue
+        program = _program(cmd)
+        path_env = cmd.env.get("PATH") or os.environ.get("PATH", "")
+        if program is None or _resolvable(program, repo, base, cwd, path_env):
+            continue
+        close = _close_programs(program, path_env)
         hint = f"did you mean `{close}`? " if close else ""
         hint += "fix the verify command in the task file (no worker was run, nothing was created)"
         problems.append(Problem("VERIFY_NOT_FOUND", f"verify command `{shown}`: program {program!r} not found", hint))
@@ -158,30 +165,35 @@ def _program(cmd: VerifyCommand) -> str | None:
     return first
 
 
-def _resolvable(program: str, repo: Path, base: str | None) -> bool:
+def _resolvable(program: str, repo: Path, base: str | None, cwd: str | None, path_env: str) -> bool:
     if "/" not in program:
-        return shutil.which(program) is not None
-    path = Path(program)
-    if path.is_absolute():
-        return path.exists()
-    if (repo / path).exists():  # in the user's tree (uncommitted work is carried into the worktree)
+        return shutil.which(program, path=path_env) is not None
+    if Path(program).is_absolute():
+        return Path(program).exists()
+    return _in_tree(os.path.join(cwd or "", program), repo, base)
+
+
+def _in_tree(rel: str, repo: Path, base: str | None, directory: bool = False) -> bool:
+    """``rel`` exists in the user's tree (uncommitted work is carried into the worktree) or at ``base``."""
+    rel = os.path.normpath(rel)
+    path = repo / rel
+    if path.is_dir() if directory else path.exists():
         return True
     if base is None:
         return False
     from bosun.isolation.git import git
 
-    rel = os.path.normpath(program)
     return git(["cat-file", "-e", f"{base}:{rel}"], repo, check=False).returncode == 0
 
 
-def _close_programs(program: str) -> str | None:
+def _close_programs(program: str, path_env: str) -> str | None:
     """The nearest program name on PATH (``pytset`` -> ``pytest``), to put in the hint."""
     import difflib
 
     if "/" in program:
         return None
     names: set[str] = set()
-    for d in os.environ.get("PATH", "").split(os.pathsep):
+    for d in path_env.split(os.pathsep):
         try:
             names.update(os.listdir(d))
         except OSError:

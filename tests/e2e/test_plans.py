@@ -191,7 +191,7 @@ def test_conflict_pauses_then_a_fixed_plan_continues(cli, prepo, tmp_path):
              verify=[check("shared.txt", "right")]),
     ]
     plan = write_plan(tmp_path / "p.json", tasks)
-    code, out = cli("plan", "check", str(plan), "--json")
+    code, out = cli("plan", "check", str(plan), "--repo", str(prepo), "--json")
     assert code == 0 and out["warnings"], out  # scope wider than owns is allowed, with a warning
     before = user_state(prepo)
 
@@ -326,7 +326,10 @@ def test_landing_refused_for_overlapping_uncommitted_work_then_continued(cli, pr
 def _check(cli, tmp_path: Path, doc: dict | str) -> tuple[int, dict]:
     p = tmp_path / "check.json"
     p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
-    return cli("plan", "check", str(p), "--json")
+    repo = tmp_path / "check-repo"  # plan check also runs every task's pre-flight in the repository's config
+    if not repo.exists():
+        make_plan_repo(repo)
+    return cli("plan", "check", str(p), "--repo", str(repo), "--json")
 
 
 def _doc(*tasks: dict, **head: object) -> dict:

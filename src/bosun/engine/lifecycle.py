@@ -530,6 +530,9 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
         _preserve_diff(run)
         _restore_worktree_pointer(run)
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
+        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
+        if baseline_wt.exists():  # a baseline that bosun was killed in the middle of
+            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
         shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
         for home in paths.run_dir(run_id).glob("verify-home*"):

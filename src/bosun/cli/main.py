@@ -124,8 +124,10 @@ PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
 VERBS = (
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
     "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
-    "plan", "replay",
+    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "replay",
 )
+PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
+INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
 
 
 def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
@@ -276,12 +278,14 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     elif wanted is None:
         sub.add_parser("plan", help=PLAN_HELP)
 
-    from bosun.cli.parents_cli import add_parent_parsers
+    if wanted in ("*", None, *PARENT_VERBS):
+        from bosun.cli.parents_cli import add_parent_parsers
 
-    add_parent_parsers(sub)
-    from bosun.cli.insight_cli import add_insight_parsers
+        add_parent_parsers(sub)
+    if wanted in ("*", None, *INSIGHT_VERBS):
+        from bosun.cli.insight_cli import add_insight_parsers
 
-    add_insight_parsers(sub)
+        add_insight_parsers(sub)
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")

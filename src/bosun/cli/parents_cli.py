@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which `bosun --help` avoids
+if TYPE_CHECKING:
+    from typing import Any
 
 HOSTS = ("claude", "codex", "agents", "opencode")
 

@@ -30,15 +30,20 @@ def assert_unapprovable(cli, res: dict) -> None:
     assert out["state"] != "approved"
 
 
-def test_a_gitignore_that_hides_itself_hides_nothing(cli, attack_repo, task_file):
-    before = user_state(attack_repo)
-    code, res = delegate(cli, attack_repo, task_file, "ignore_hide")
+def assert_hid_nothing(cli, repo: Path, code: int, res: dict, before: dict) -> None:
+    """The self-ignoring .gitignore and its conftest.py are plain files of the change, and refused."""
     assert code == 3, res
     diff = (paths.run_dir(res["id"]) / "diff.patch").read_text()
     assert "tests/conftest.py" in diff and "tests/.gitignore" in diff
     assert "LOCKED_PATH_CHANGED" in red(res)
     assert_unapprovable(cli, res)
-    assert user_state(attack_repo) == before
+    assert user_state(repo) == before
+
+
+def test_a_gitignore_that_hides_itself_hides_nothing(cli, attack_repo, task_file):
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "ignore_hide")
+    assert_hid_nothing(cli, attack_repo, code, res, before)
 
 
 def test_an_ignored_stale_bytecode_file_never_reaches_verification(cli, attack_repo, task_file):
@@ -163,12 +168,7 @@ def test_native_a_gitignore_that_hides_itself_hides_nothing(cli, attack_repo, ta
         native_profile(attack_repo, srv.base_url("openai"))
         before = user_state(attack_repo)
         code, res = delegate(cli, attack_repo, task_file, "nat")
-    assert code == 3, res
-    diff = (paths.run_dir(res["id"]) / "diff.patch").read_text()
-    assert "tests/conftest.py" in diff and "tests/.gitignore" in diff
-    assert "LOCKED_PATH_CHANGED" in red(res)
-    assert_unapprovable(cli, res)
-    assert user_state(attack_repo) == before
+    assert_hid_nothing(cli, attack_repo, code, res, before)
 
 
 def test_native_files_in_ignored_directories_never_reach_verification(cli, attack_repo, tmp_path):

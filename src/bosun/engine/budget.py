@@ -193,14 +193,6 @@ def meter_for(ctx: Any, settings: Settings, run: dict[str, Any], task: TaskContr
 
 
 def _save_diff(run: dict[str, Any]) -> None:
-    from bosun import paths
-    from bosun.engine.lifecycle import compute_change
-    from bosun.errors import BosunError
-    from bosun.fileio import write_bytes_atomic
+    from bosun.engine.lifecycle import preserve_diff
 
-    try:
-        diff, _ = compute_change(run)
-    except BosunError:
-        return
-    if diff:
-        write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
+    preserve_diff(run)

@@ -527,7 +527,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
             # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
             ctx.store.transition(run_id, run["state"], S.CANCELLED, "forced cleanup")
             run["state"] = S.CANCELLED
-        _preserve_diff(run)
+        preserve_diff(run)
         _restore_worktree_pointer(run)
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
         baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
@@ -555,7 +555,7 @@ def _restore_worktree_pointer(run: dict[str, Any]) -> None:
         restore_pointer(view_of(run))
 
 
-def _preserve_diff(run: dict[str, Any]) -> None:
+def preserve_diff(run: dict[str, Any]) -> None:
     """Save what the worker wrote before its worktree goes away (nothing is lost)."""
     wt = Path(run["worktree"])
     if not wt.exists():

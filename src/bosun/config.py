@@ -161,6 +161,9 @@ class Settings(BaseModel):
         default="all", description="what a sandboxed worker may read: everything, or not the user's repository "
         "outside its worktree (git metadata excepted) nor bosun's records and other runs"
     )
+    network: Literal["any", "provider-only"] = Field(
+        default="any", description="TCP connects a sandboxed worker may make: any, or only to its provider's port"
+    )
     budget: Budget = Field(default_factory=Budget)
 
     @field_validator("profiles")

@@ -113,8 +113,24 @@ def attempt_sandbox(report: dict[str, Any], profile: Profile) -> dict[str, Any]:
     return report
 
 
+def provider_ports(profile: Profile) -> tuple[int, ...]:
+    """The TCP port(s) of the profile's provider: its ``base_url``'s, or 443 for a CLI's default
+    (hosted) provider. ``network = "provider-only"`` lets the worker connect to nothing else."""
+    from urllib.parse import urlsplit
+
+    if not profile.base_url:
+        return (443,)
+    url = urlsplit(profile.base_url)
+    try:
+        port = url.port
+    except ValueError:
+        port = None
+    return (port or (80 if url.scheme == "http" else 443),)
+
+
 def worker_confinement(
-    run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False
+    run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
+    connect_ports: tuple[int, ...] | None = None,
 ) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
     repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
@@ -128,13 +144,14 @@ def worker_confinement(
     own = (home, tmp)
     writable = own if read_only else (worktree, *own)
     if not private_reads:
-        return Confinement(writable=writable)
+        return Confinement(writable=writable, connect_ports=connect_ports)
     rdir = paths.run_dir(run["id"])
     repo = Path(run["repo"])
     return Confinement(
         writable=writable,
         deny_read=(repo, paths.bosun_home()),
         readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK),
+        connect_ports=connect_ports,
     )
 
 
@@ -230,6 +247,10 @@ def run_attempts(
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
         enforced = attempt_sandbox(sandbox_report, profile) if confined else sandbox_report
+        if confined and settings.network == "provider-only" and profile.adapter != "native":
+            enforced = {**enforced, "network": (
+                f"provider-only: TCP connects to port(s) {', '.join(map(str, provider_ports(profile)))}"
+                if enforced.get("abi", 0) >= 4 else "not enforced: the kernel has no Landlock network rules")}
         store.merge_data(run_id, sandbox=enforced)
         emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
@@ -261,7 +282,8 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
-                confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads)
+                confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,
+                                           provider_ports(profile) if settings.network == "provider-only" else None)
                 if confined else None,
             )
             result = meter.settle(worker.run(wctx), run)

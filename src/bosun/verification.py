@@ -42,7 +42,7 @@ def verify_env(home: Path) -> dict[str, str]:
 
 
 def run_verification(task: TaskContract, worktree: Path, home: Path, default_timeout: float | None = None,
-                     confine: Any = None) -> dict[str, Any]:
+                     confine: Any = None, should_stop: Any = None) -> dict[str, Any]:
     """Run every verify command in ``worktree``; ``confine`` (a ``bosun.sandbox.Confinement``) applies
     the kernel sandbox to them, as to the worker: they run the worker's code."""
     (home / "tmp").mkdir(parents=True, exist_ok=True)
@@ -72,7 +72,7 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "") + f" --junitxml={auto_junit}").strip()
         try:
             res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
-                                      confine=confine)
+                                      confine=confine, should_stop=should_stop)
         except (FileNotFoundError, PermissionError) as exc:
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False
@@ -87,6 +87,11 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         )
         if res.timed_out:
             entry["output_tail"] += f"\n[bosun: killed after {timeout:g}s timeout]"
+        if res.cancelled:
+            entry["cancelled"] = True
+            passed = False
+            commands.append(entry)
+            break
         tests = read_junit(cwd / cmd.junit if cmd.junit else auto_junit)
         if tests is not None:
             entry["tests"] = tests
@@ -118,7 +123,7 @@ def read_junit(path: Path) -> dict[str, list[str]] | None:
 
 def verify_commit(
     repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str,
-    confine_to: Any = None,
+    confine_to: Any = None, should_stop: Any = None,
 ) -> dict[str, Any]:
     """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it.
 
@@ -136,7 +141,8 @@ def verify_commit(
     try:
         task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
         home = workdir / "verify-home"
-        result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None)
+        result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None,
+                                  should_stop=should_stop)
     finally:
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)

@@ -40,7 +40,7 @@ def _cache_path(key: str) -> Path:
     return paths.bosun_home() / "baselines" / f"{key}.json"
 
 
-def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
+def run_baseline(run: dict[str, Any], task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
     from bosun.engine.verifying import verify_confinement
     from bosun.isolation.git import tree_of
@@ -55,7 +55,9 @@ def run_baseline(run: dict[str, Any], task: TaskContract) -> dict[str, Any]:
         return {**cached["verification"], "cached": True}
     workdir = paths.run_dir(run["id"]) / "baseline"
     result = verify_commit(repo, start, list(task.verify), workdir, task.title,
-                           confine_to=lambda wt, home: verify_confinement(repo, wt, home))
+                           confine_to=lambda wt, home: verify_confinement(repo, wt, home), should_stop=should_stop)
+    if should_stop is not None and should_stop():
+        return None  # stopped half-way: proves nothing, and is never cached
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})
     return result
 
@@ -68,6 +70,7 @@ class BaselineJob:
         self.task = task
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._work, name=f"baseline-{run['id']}", daemon=True)
 
     def start(self) -> BaselineJob:
@@ -76,9 +79,15 @@ class BaselineJob:
 
     def _work(self) -> None:
         try:
-            self.result = run_baseline(self.run, self.task)
+            self.result = run_baseline(self.run, self.task, should_stop=self._stop.is_set)
         except Exception as exc:  # noqa: BLE001 - a baseline that cannot run proves nothing; never fatal
             self.error = f"{type(exc).__name__}: {exc}"
+
+    def stop(self) -> None:
+        """Stop the baseline (its commands' process groups are killed) and wait for its thread: a worker
+        that failed or was cancelled will not be verified, and nothing of the baseline may outlive it."""
+        self._stop.set()
+        self._thread.join()
 
     def wait(self) -> dict[str, Any]:
         self._thread.join()

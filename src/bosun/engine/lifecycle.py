@@ -197,11 +197,15 @@ def work(
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
             if baseline is not None and outcome.result.status == "ok":
-                # Only a change that will be verified needs the proof: a failed or cancelled worker
-                # does not wait (cancel must be prompt).
                 baseline.wait()
+            elif baseline is not None:
+                # Only a change that will be verified needs the proof: a failed or cancelled worker's
+                # baseline is stopped (cancel stays prompt, and nothing of it outlives the run).
+                baseline.stop()
         except BaseException as exc:
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
+            if baseline is not None:
+                baseline.stop()
             current = ctx.store.require_run(run_id)["state"]
             if current == S.WORKING:
                 reason = "interrupted: " + (type(exc).__name__)

@@ -113,7 +113,8 @@ def test_bad_arguments_come_back_as_errors_and_the_server_lives_on(repo: Path, t
     codes = [e["code"] for e in outs]
     assert codes[0] == "BAD_INPUT" and codes[1] == "BAD_INPUT"
     assert codes[3] == "UNKNOWN_RUN"
-    assert codes[6] == "UNKNOWN_PROFILE"
+    # An unknown profile is found by the pre-flight checks, before anything is created.
+    assert codes[6] == "PREFLIGHT" and "unknown profile" in outs[6]["message"], outs[6]
     assert "INTERNAL" not in codes
 
 

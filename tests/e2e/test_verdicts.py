@@ -112,6 +112,12 @@ def test_read_only_writes_never_land_even_with_waivers(cli, repo, tmp_path, monk
     Where the CLI refuses the write itself, nothing changes and nothing lands either."""
     monkeypatch.setenv("ANSWER_WRITE", "1")
     monkeypatch.setenv("ANSWER_TEXT", GOOD_ANSWER)
+    if adapter == "command":
+        # The kernel sandbox already refuses an explore run's writes (tests/e2e/test_sandbox_hostile.py);
+        # without it, bosun itself must discard them: that is what this case checks.
+        toml = repo / "bosun.toml"
+        toml.write_text('sandbox = "off"\n' + toml.read_text())
+        git(repo, "commit", "-qam", "sandbox off for this test")
     head = git(repo, "rev-parse", "HEAD")
     mode = "test" if adapter == "codex" else "explore"
     task = task_yaml(tmp_path / "t.json", mode=mode, verify=[], locked=[], prompt="Why does add() fail?")

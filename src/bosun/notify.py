@@ -32,7 +32,7 @@ def notify_run(ctx: Any, run_id: str) -> list[str]:
     done: list[str] = []
     result = run_result(run)
     if cfg.command:
-        done.append(_run_command(cfg.command, result, Path(run["repo"]), cfg.timeout_s))
+        done.append(run_command(cfg.command, result, Path(run["repo"]), cfg.timeout_s))
     if cfg.bell:
         done.append(_bell())
     if cfg.desktop:
@@ -40,7 +40,7 @@ def notify_run(ctx: Any, run_id: str) -> list[str]:
     return done
 
 
-def _run_command(argv: list[str], result: dict[str, Any], cwd: Path, timeout_s: float) -> str:
+def run_command(argv: list[str], result: dict[str, Any], cwd: Path, timeout_s: float) -> str:
     from bosun.proc import run_quick
 
     try:

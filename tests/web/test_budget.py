@@ -78,3 +78,27 @@ def test_max_usd_that_would_overrun_a_cap_is_refused(repo: Path) -> None:
 
 def test_month_start() -> None:
     assert month_start(1_764_590_000.0) == 1_764_547_200.0  # 2025-12-01 00:00 UTC
+
+
+def test_the_80_percent_warning_reaches_the_notify_command(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "notified.jsonl"
+    hook = f"import sys; open({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')"
+    configure(repo, "per_task_usd = 0.10\n")
+    with (repo / "bosun.toml").open("a") as fh:
+        fh.write(f"\n[notify]\ncommand = [{json.dumps(sys.executable)}, \"-c\", {json.dumps(hook)}]\n")
+    git(repo, "commit", "-qam", "notify")
+    ctx = Ctx(open_store())
+    with pytest.raises(BosunError) as err:
+        delegate(ctx, contract(), repo, "paced")
+    assert err.value.code == "BUDGET_EXCEEDED"
+    import time
+
+    warnings: list[dict] = []
+    deadline = time.monotonic() + 10  # the warning is sent off the worker's event path
+    while not warnings and time.monotonic() < deadline:
+        text = out.read_text() if out.exists() else ""
+        warnings = [p for p in map(json.loads, filter(str.strip, text.splitlines()))
+                    if p.get("event") == "budget_warning"]
+        time.sleep(0.1)
+    assert warnings and warnings[0]["budget"]["level"] == "warning"
+    assert warnings[0]["budget"]["spent_usd"] >= 0.08

@@ -22,6 +22,7 @@ import calendar
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bosun.config import Profile, Settings
@@ -119,6 +120,10 @@ class Meter:
     cost: float = 0.0
     tripped: Cap | None = None
     warned: set[str] = field(default_factory=set)
+    # The user's [notify] command, told of a warning (the run's own terminal state is notified later).
+    notify_command: list[str] = field(default_factory=list)
+    notify_cwd: Path | None = None
+    notify_timeout_s: float = 10.0
     _last_write: float = 0.0
 
     def start_attempt(self, profile: Profile) -> None:
@@ -171,11 +176,24 @@ class Meter:
         return result
 
     def _note(self, text: str, cap: Cap, total: float, level: str) -> None:
+        budget = {"level": level, "cap": cap.key, "limit_usd": cap.limit, "spent_usd": round(total, 6)}
+        if level == "warning" and self.notify_command:
+            self._notify({"event": "budget_warning", "run_id": self.run_id, "message": text, "budget": budget})
         if self.emit is None:
             return
         ev = ev_message(text, role="system")
-        ev["budget"] = {"level": level, "cap": cap.key, "limit_usd": cap.limit, "spent_usd": round(total, 6)}
+        ev["budget"] = budget
         self.emit(ev)
+
+    def _notify(self, payload: dict[str, Any]) -> None:
+        """Run the [notify] command with the warning on stdin, off the worker's event path."""
+        import threading
+
+        from bosun.notify import run_command
+
+        cwd = self.notify_cwd or Path.cwd()
+        threading.Thread(target=run_command, args=(self.notify_command, payload, cwd, self.notify_timeout_s),
+                         daemon=True).start()
 
     def _write_live(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -189,7 +207,8 @@ class Meter:
 def meter_for(ctx: Any, settings: Settings, run: dict[str, Any], task: TaskContract) -> Meter:
     """The meter for one ``work`` of ``run``: caps as of now (the caller sets ``emit``)."""
     caps = caps_for(ctx.store, settings, task, run["repo"], run.get("plan_id"), run["id"])
-    return Meter(ctx.store, run["id"], caps, settings.budget.warn_at)
+    return Meter(ctx.store, run["id"], caps, settings.budget.warn_at, notify_command=list(settings.notify.command),
+                 notify_cwd=Path(run["repo"]), notify_timeout_s=settings.notify.timeout_s)
 
 
 def _save_diff(run: dict[str, Any]) -> None:

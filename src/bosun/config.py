@@ -105,6 +105,8 @@ class Profile(BaseModel):
     idle_timeout_s: float | None = Field(default=None, gt=0)
     max_steps: int | None = Field(default=None, ge=1)
     max_tokens: int | None = Field(default=None, ge=1)
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
+        default=None, description="reasoning effort; snapped to what the CLI and model accept")
     fallbacks: list[str] = Field(default_factory=list)
     tier: Literal["cheap", "standard", "premium"] = "cheap"
     strengths: list[str] = Field(default_factory=list)

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.effort import accepted
+
 if TYPE_CHECKING:
     from bosun.config import Profile, Settings
 
@@ -37,6 +39,7 @@ def _entry(profile: Profile, refresh: bool) -> dict[str, Any]:
         "profile": profile.name, "adapter": profile.adapter, "model": profile.model, "source": source,
         "models": None, "listed": None, "cached": False, "fetched_at": None, "error": None,
         "prices": profile.prices.model_dump(),
+        "efforts": list(accepted(profile.adapter, profile.model)), "effort": profile.effort,
     }
     if fetch is None:
         entry["error"] = "no catalog: this adapter has no model listing"
@@ -173,6 +176,8 @@ def print_catalog(doc: dict[str, Any]) -> None:
         p = e["prices"]
         price = f"${p['input']}/{p['cached_input']}/{p['output']} per M in/cached/out" if any(p.values()) else "no prices set"
         out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
+        efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
+        out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
         if e["models"] is None:
             out(f"  {e['error']}\n")
             continue

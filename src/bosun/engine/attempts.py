@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bosun import paths, proc
+from bosun import effort, paths, proc
 from bosun.config import Profile, Settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import record
@@ -32,6 +32,7 @@ from bosun.workers.base import (
     ev_error,
     ev_message,
     ev_sandbox,
+    ev_warning,
 )
 
 DEFAULT_COOLDOWN_S = 15 * 60
@@ -169,6 +170,18 @@ def _worktree_changed(run: dict[str, Any]) -> bool:
     return bool(diff)
 
 
+def with_effort(profile: Profile, emit: Callable[[dict[str, Any]], None]) -> Profile:
+    """The profile with its effort snapped to what its CLI and model accept and passed as argv; a
+    snapped or ignored level is a warning event, so the record says what the worker really ran with."""
+    choice = effort.choose(profile.adapter, profile.model, profile.effort)
+    if choice.warning:
+        emit(ev_warning(choice.warning))
+    if choice.level is None:
+        return profile
+    return profile.model_copy(update={"effort": choice.level,
+                                      "extra_args": [*effort.cli_args(profile.adapter, choice.level), *profile.extra_args]})
+
+
 def _missing_key(profile: Profile) -> str | None:
     if profile.api_key_env and not os.environ.get(profile.api_key_env):
         return profile.api_key_env
@@ -263,6 +276,7 @@ def run_attempts(
             emit(ev_error(result.error_message or "", ErrorClass.auth))
         else:
             worker = get_worker(profile.adapter)
+            profile = with_effort(profile, emit)
             wctx = WorkerContext(
                 run_id=run_id,
                 worktree=Path(run["worktree"]),

@@ -148,6 +148,7 @@ class Settings(BaseModel):
     max_concurrent_runs: int = Field(default=4, ge=1, le=32)
     locked: list[str] = Field(default_factory=list, description="extra always-locked globs")
     reverify_on_integrate: bool = True
+    cleanup_after_integrate: bool = True  # remove the worktree and branch once landed and reported
     baseline: Literal["auto", "off"] = Field(
         default="auto", description="run the verify commands on the start tree too, for the fail-to-pass proof"
     )

@@ -182,7 +182,7 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
     console.print(f"\n[bold]done in {time.monotonic() - started:.1f}s.[/] To use a real provider, put this in "
                   "your repo's bosun.toml and export the key:\n")
     console.print(REAL_PROVIDER, markup=False)
-    return 0 if result["state"] == "reported" else 1
+    return 0 if result["state"] == "cleaned" else 1
 
 
 def _show_result(console: Any, r: dict[str, Any], repo: Path) -> None:

@@ -36,7 +36,7 @@ def test_correct_fix_is_verified_then_approved_and_integrated(cli, repo, task_fi
     assert code == 0 and res["state"] == "approved"
     code, res = cli("integrate", res["id"], "--json")
     assert code == 0, res
-    assert res["state"] == "integrated"
+    assert res["state"] == "cleaned"
     head = git(repo, "rev-parse", "HEAD").strip()
     assert head == res["merged_commit"]
     msg = git(repo, "log", "-1", "--format=%B")
@@ -45,7 +45,7 @@ def test_correct_fix_is_verified_then_approved_and_integrated(cli, repo, task_fi
     assert git(repo, "status", "--porcelain") == ""
 
     code, res = cli("report", res["id"], "--json")
-    assert code == 0 and res["state"] == "reported"
+    assert code == 0 and res["state"] == "cleaned"
     metrics = json.loads((Path(res["run_dir"]) / "metrics.json").read_text())
     assert metrics["worker"]["usage"]["input_tokens"] == 1200
     assert metrics["parent"]["parent_direct_tokens"] > 0
@@ -58,8 +58,23 @@ def test_correct_fix_is_verified_then_approved_and_integrated(cli, repo, task_fi
 def test_auto_approve_lands_and_reports(cli, repo, task_file):
     code, res = delegate(cli, repo, task_file, "--profile", "fix", "--auto-approve")
     assert code == 0, res
-    assert res["state"] == "reported"
+    assert res["state"] == "cleaned"
     assert "return a + b" in (repo / "src/calc.py").read_text()
+    # Landed and reported: nothing of the run is left in the user's repo, and the record still reads.
+    assert not Path(res["worktree"]).exists()
+    assert "bosun/" not in git(repo, "branch", "--list") and len(git(repo, "worktree", "list").splitlines()) == 1
+    code, shown = cli("show", res["id"], "--json")
+    assert code == 0 and shown["state"] == "cleaned" and shown["merged_commit"] == res["merged_commit"]
+    code, diff = cli("diff", res["id"], "--json")
+    assert code == 0 and "return a + b" in json.dumps(diff)
+
+
+def test_cleanup_after_integrate_can_be_turned_off(cli, repo, task_file):
+    config = repo / "bosun.toml"
+    config.write_text("cleanup_after_integrate = false\n" + config.read_text())
+    code, res = delegate(cli, repo, task_file, "--profile", "fix", "--auto-approve")
+    assert code == 0 and res["state"] == "reported", res
+    assert Path(res["worktree"]).is_dir() and f"bosun/{res['id']}" in git(repo, "branch", "--list")
 
 
 @pytest.mark.parametrize(
@@ -299,7 +314,7 @@ def test_waived_gate_lets_a_run_land_and_is_marked(cli, repo, tmp_path):
     waived = gate(res, "TOO_MANY_FILES")
     assert waived["waived"] is True
     code, res = cli("integrate", res["id"], "--json")
-    assert code == 0 and res["state"] == "integrated"
+    assert code == 0 and res["state"] == "cleaned"
 
 
 def test_explore_mode_answers_without_changes(cli, repo, tmp_path):

@@ -44,7 +44,7 @@ def test_effort_is_snapped_and_passed(cli, repo, tmp_path, adapter):
         bodies = [r.get("body") or {} for r in srv.requests if r.get("source") == "turn"]
         errors = list(srv.errors)
     assert not errors, errors
-    assert code == 0 and res["state"] == "reported", (res["state"], res["error"], events(res)[-5:])
+    assert code == 0 and res["state"] == "cleaned", (res["state"], res["error"], events(res)[-5:])
     warnings = [e["message"] for e in events(res) if e["type"] == "warning" and "effort" in e["message"]]
     assert len(warnings) == 1 and f"using {snapped!r}" in warnings[0], warnings
     assert bodies and {ON_THE_WIRE[adapter](b) for b in bodies} == {snapped}, bodies[0]

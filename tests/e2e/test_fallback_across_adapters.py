@@ -29,7 +29,7 @@ def test_rate_limited_profile_falls_back_to_another_adapter_and_cools_down(cli, 
             )
         code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "cheap", "--auto-approve", "--json")
         assert code == 0, res
-        assert res["state"] == "reported" and res["profile"] == "backup"
+        assert res["state"] == "cleaned" and res["profile"] == "backup"
         assert "return a + b" in (repo / "src" / "calc.py").read_text()
         from bosun.store.db import open_store
 

@@ -53,7 +53,7 @@ def test_a_suite_gamed_into_passing_is_rejected(cli, repo, open_task, mode, code
 def test_an_honest_fix_with_a_new_test_lands(cli, repo, open_task):
     exit_code, res = delegate(cli, repo, open_task, "fix_and_test")
     assert exit_code == 0, res
-    assert res["state"] == "reported"
+    assert res["state"] == "cleaned"
     assert gate(res, "TEST_WEAKENED")["detail"] == "1 test file changed, none weakened"
     assert gate(res, "TEST_HARNESS_CHANGED")["detail"] == "no test harness files changed"
     assert "def test_add_zero" in (repo / "tests" / "test_calc.py").read_text()

@@ -71,7 +71,7 @@ def test_delegate_wait_again_result_approve_integrate(repo: Path, tmp_path: Path
         err, approved = await call(s, "approve", {"run_id": run_id})
         assert not err and approved["state"] == "approved", approved
         err, landed = await call(s, "integrate", {"run_id": run_id})
-        assert not err and landed["state"] == "integrated", landed
+        assert not err and landed["state"] == "cleaned", landed
         err, hist = await call(s, "history", {"search": "add"})
         assert not err and [r["id"] for r in hist["runs"]] == [run_id]
         return landed

@@ -29,7 +29,7 @@ def test_native_fixes_the_bug_and_usage_is_summed(cli, repo, task_file):
         add_profile(repo, "nat", srv.base_url("openai"), prices="{ input = 1.0, cached_input = 0.1, output = 2.0 }")
         code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "nat", "--auto-approve", "--json")
     assert code == 0, res
-    assert res["state"] == "reported"
+    assert res["state"] == "cleaned"
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     assert res["usage"]["output_tokens"] >= 50
     assert res["usage"]["cached_input_tokens"] >= 512
@@ -130,7 +130,7 @@ def test_demo_runs(tmp_path):
     out = run_bosun("demo", timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "scripted replay" in out.stdout
-    assert "state: reported" in out.stdout
+    assert "state: cleaned" in out.stdout
     assert "Bosun-Run:" in out.stdout
 
 

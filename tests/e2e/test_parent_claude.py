@@ -87,7 +87,7 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     assert done["done"] is True and done["state"] == "verified" and done["verification"]["passed"] is True, done
     assert done["profile"] == "oc" and done["final_message"] == FIX_SCRIPT[-1]["say"]
     assert worker_model.turns_used == len(FIX_SCRIPT) and not worker_model.errors
-    assert approved["state"] == "approved" and landed["state"] == "integrated", (approved, landed)
+    assert approved["state"] == "approved" and landed["state"] == "cleaned", (approved, landed)
 
     # The fix landed through bosun's integrate, as bosun's own commit on the user's branch.
     assert "return a + b" in (repo / "src/calc.py").read_text()

@@ -62,7 +62,7 @@ def test_an_unknown_model_name_does_not_fail_the_run(cli, repo, tmp_path, adapte
         errors = list(srv.errors)
         seen_models = {str(r.get("model")) for r in srv.requests if r.get("source") == "turn"}
     assert not errors, errors
-    assert code == 0 and res["state"] == "reported", (res["state"], res["error"], events(res)[-5:])
+    assert code == 0 and res["state"] == "cleaned", (res["state"], res["error"], events(res)[-5:])
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     assert res["final_message"] == FIX[-1]["say"], res
     assert seen_models == {model}, seen_models

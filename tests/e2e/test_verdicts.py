@@ -268,7 +268,7 @@ def test_no_stale_error_after_approve_and_integrate(cli, repo, tmp_path, adapter
     code, res = cli("approve", res["id"], "--waive", "LOCKED_PATH_CHANGED", "--reason", "the fix is there", "--json")
     assert code == 0 and res["state"] == "approved" and res["error"] is None, res
     code, res = cli("integrate", res["id"], "--json")
-    assert code == 0 and res["state"] == "integrated" and res["error"] is None, res
+    assert code == 0 and res["state"] == "cleaned" and res["error"] is None, res
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     code, text = cli("show", res["id"])
     assert "error:" not in text

@@ -52,7 +52,7 @@ def test_pi_fixes_the_bug(cli, repo, task_file, pi):
         tools = srv.requests[-1]["tools"]
         assert not srv.errors, srv.errors
     assert code == 0, res
-    assert res["state"] == "reported"
+    assert res["state"] == "cleaned"
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     assert res["usage"]["input_tokens"] > 0 and res["usage"]["output_tokens"] > 0
     assert res["usage"]["cached_input_tokens"] == 512

@@ -117,7 +117,7 @@ def check_fix(cli, repo: Path, task_file: Path, adapter: str) -> dict:
         turns, errors = srv.turns_used, list(srv.errors)
     assert code == 0, res
     assert not errors, errors
-    assert res["state"] == "reported", res
+    assert res["state"] == "cleaned", res
     assert turns == 4
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     assert res["usage"]["input_tokens"] > 0 and res["usage"]["output_tokens"] > 0, res["usage"]

@@ -168,10 +168,11 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
-    from bosun.engine.lifecycle import integrate
+    from bosun.engine.lifecycle import integrate, report
 
     ctx = _ctx()
-    return _finish(args, integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None), ctx)
+    run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
+    return _finish(args, report(ctx, run["id"]), ctx)  # the record, then the worktree's cleanup
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -148,7 +148,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         "prepare, work, verify and gate a task in one go",
         "Prepare a worktree, run the worker, verify independently and check every gate.\n"
         "Ends 'verified' (exit 0) or 'rejected' (exit 3). With --auto-approve a green run is\n"
-        "approved, integrated into your branch (re-verified, never pushed) and reported.",
+        "approved, integrated into your branch (re-verified, never pushed), reported and cleaned up.",
     )
     p.add_argument("task", help="task contract file (YAML or JSON); `bosun template` prints one")
     p.add_argument("--profile", help="worker profile to use (overrides routing)")
@@ -199,7 +199,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--reason", metavar="TEXT", help="why the waived gates are acceptable (required with --waive)")
     _common(p)
 
-    p = add("integrate", "merge an approved run into its source branch (re-verified, never pushed)")
+    p = add("integrate", "merge an approved run into its source branch (re-verified, never pushed), write its "
+                        "report, then remove its worktree and bosun/<id> branch (cleanup_after_integrate)")
     _run_id(p)
     p.add_argument("--no-reverify", action="store_true", help="skip re-running verification on the merged result")
     _common(p)

@@ -505,9 +505,14 @@ def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
+        landed = run["state"] == S.INTEGRATED
         write_report(ctx, run)
         if S.can_transition(run["state"], S.REPORTED):
             ctx.store.transition(run_id, run["state"], S.REPORTED, "report written")
+        if landed and ctx.settings(Path(run["repo"])).cleanup_after_integrate:
+            # The change is on the user's branch and the record is written: the worktree and the
+            # bosun/<id> branch are clutter in their repo now. show/diff read the run directory.
+            return cleanup(ctx, run_id)
         return ctx.store.require_run(run_id)
 
 

@@ -190,10 +190,12 @@ def approve(c: Any, run_id: str, waive: list[str] | None, reason: str | None, re
 
 def integrate(c: Any, run_id: str, reverify: bool) -> dict[str, Any]:
     from bosun.engine.lifecycle import integrate as do_integrate
+    from bosun.engine.lifecycle import report
 
     with run_guard(run_id):
         run = do_integrate(c, run_id, reverify=None if reverify else False)
         end_review(c, run_id)
+        report(c, run_id)  # the record, then the worktree's cleanup
     return run_json(c, run["id"])
 
 

@@ -8,15 +8,18 @@ key formats, hard-coded credentials in assignments).
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
-import threading
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs every read-only verb ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 MASK = "[REDACTED]"
 MIN_SECRET_CHARS = 8
 _SECRET_NAME = re.compile(r"(?i)(?:api[_-]?key|_key|token|secret|passw(?:or)?d|credential)s?$")
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # not threading: it costs start-up on every read-only verb
 _names: set[str] = set()
 
 
@@ -36,7 +39,7 @@ def secret_values(env: dict[str, str] | None = None) -> list[str]:
 
 
 def redact_text(text: str, values: list[str] | None = None) -> str:
-    from bosun.gates.secrets import redact_line
+    from bosun.secretscan import redact_line
 
     for value in secret_values() if values is None else values:
         if value in text:
@@ -58,7 +61,7 @@ def redact(obj: Any, values: list[str] | None = None) -> Any:
 
 def contains_secret(text: str) -> list[str]:
     """What kinds of secret ``text`` holds (values withheld): for refusing a task before dispatch."""
-    from bosun.gates.secrets import scan_line
+    from bosun.secretscan import scan_line
 
     kinds: list[str] = []
     if any(v in text for v in secret_values()):

@@ -266,3 +266,36 @@ def test_model_listing_and_unknown_path(tmp_path):
         assert srv.requests[-1]["status"] == 404 and srv.errors
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["path"] for x in lines] == ["/v1/models", "/v1/nope"]
+
+
+NAMESPACED = [*RESP_TOOLS, {"type": "namespace", "name": "mcp__bosun", "description": "bosun", "tools": [
+    {"type": "function", "name": "delegate", "parameters": {"type": "object", "properties": {"task_path": S}}},
+    {"type": "function", "name": "wait", "parameters": {"type": "object", "properties": {"run_id": S}}},
+]}]
+
+
+def test_a_namespaced_tool_is_called_by_its_inner_name_and_namespace():
+    """Codex lists each MCP server's tools as a namespace; a script calls them as NAMESPACE__NAME."""
+    script = {"turns": [{"call": "mcp__bosun__delegate", "args": {"task_path": "t.yaml"}},
+                        {"call": "mcp__bosun__wait", "args": {"run_id": "{result:call_0_0.id}"}}],
+              "consume_toolless": False}
+    with ReplayServer(script) as srv:
+        client = httpx.Client(base_url=srv.base_url("codex"), timeout=5)
+        user = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+        r = client.post("/responses", json={"model": "m", "input": user, "tools": NAMESPACED, "stream": False})
+        call = r.json()["output"][0]
+        assert (call["type"], call["name"], call["namespace"]) == ("function_call", "delegate", "mcp__bosun")
+        # Codex relays the tool's JSON after a preamble of its own; the next call still finds the id.
+        output = 'Wall time: 1.5 seconds\nOutput:\n{"id": "run-7", "state": "prepared"}'
+        history = [*user, call, {"type": "function_call_output", "call_id": call["call_id"], "output": output}]
+        r = client.post("/responses", json={"model": "m", "input": history, "tools": NAMESPACED, "stream": False})
+        wait = r.json()["output"][0]
+        assert (wait["name"], wait["namespace"], json.loads(wait["arguments"])) == ("wait", "mcp__bosun", {"run_id": "run-7"})
+        assert not srv.errors
+
+
+def test_a_plain_tool_call_carries_no_namespace():
+    with ReplayServer([{"run": "ls"}]) as srv:
+        client = httpx.Client(base_url=srv.base_url("codex"), timeout=5)
+        r = client.post("/responses", json={"model": "m", "input": "hi", "tools": NAMESPACED, "stream": False})
+        assert r.json()["output"][0]["name"] == "exec_command" and "namespace" not in r.json()["output"][0]

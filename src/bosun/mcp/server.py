@@ -18,11 +18,20 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from bosun.errors import BadInput, BosunError
 from bosun.mcp import ops
+
+# What each tool does to the user's world, for hosts that decide approval from annotations (Codex
+# asks before a tool that is not read-only). Reading a run changes nothing; delegate and plan_run
+# spend the worker's tokens at its provider but touch nothing of the user's; integrate adds one
+# commit to the user's branch (never a push); discard and cancel throw a run's work away.
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+SPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+LANDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+DROPS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 INSTRUCTIONS = """\
 bosun hands bounded coding tasks to cheap worker agents in an isolated git worktree, then runs the
@@ -127,7 +136,7 @@ def build_server(default_repo: Path) -> MCPServer:
         except Exception:  # noqa: BLE001 - an older or newer SDK without client info: detect from env
             return None
 
-    @server.tool(description=DELEGATE)
+    @server.tool(description=DELEGATE, annotations=SPENDS)
     async def delegate(
         task: Annotated[dict[str, Any] | None, Field(description="the task contract as an object")] = None,
         task_path: Annotated[str | None, Field(description="path of a YAML/JSON task file")] = None,
@@ -149,7 +158,7 @@ def build_server(default_repo: Path) -> MCPServer:
 
         return await call(go)
 
-    @server.tool(description=WAIT)
+    @server.tool(description=WAIT, annotations=READ_ONLY)
     async def wait(
         run_id: RunId,
         timeout_s: Annotated[float, Field(description="seconds to block at most (capped at 55)")] = ops.WAIT_DEFAULT_S,
@@ -189,7 +198,7 @@ def build_server(default_repo: Path) -> MCPServer:
                     pass
             await anyio.sleep(min(0.5, max(0.05, limit - elapsed)))
 
-    @server.tool(description=RESULT)
+    @server.tool(description=RESULT, annotations=READ_ONLY)
     async def result(
         run_id: RunId,
         include_diff: Annotated[bool, Field(description="also return the full diff")] = False,
@@ -202,15 +211,15 @@ def build_server(default_repo: Path) -> MCPServer:
 
         return await call(go)
 
-    @server.tool(description=TOOLS_DOC["status"])
+    @server.tool(description=TOOLS_DOC["status"], annotations=READ_ONLY)
     async def status(run_id: RunId) -> CallToolResult:
         return await call(lambda: ops.run_json(ops.ctx(), ops.checked_run(run_id)))
 
-    @server.tool(description=TOOLS_DOC["diff"])
+    @server.tool(description=TOOLS_DOC["diff"], annotations=READ_ONLY)
     async def diff(run_id: RunId, stat_only: bool = False) -> CallToolResult:
         return await call(lambda: ops.diff(ops.ctx(), ops.checked_run(run_id), stat_only))
 
-    @server.tool(description=TOOLS_DOC["approve"])
+    @server.tool(description=TOOLS_DOC["approve"], annotations=LANDS)
     async def approve(
         run_id: RunId,
         waive: Annotated[list[str] | None, Field(description="red gate codes to accept")] = None,
@@ -219,19 +228,19 @@ def build_server(default_repo: Path) -> MCPServer:
     ) -> CallToolResult:
         return await call(lambda: ops.approve(ops.ctx(), ops.checked_run(run_id), waive, reason, review))
 
-    @server.tool(description=TOOLS_DOC["integrate"])
+    @server.tool(description=TOOLS_DOC["integrate"], annotations=LANDS)
     async def integrate(run_id: RunId, reverify: bool = True) -> CallToolResult:
         return await call(lambda: ops.integrate(ops.ctx(), ops.checked_run(run_id), reverify))
 
-    @server.tool(description=TOOLS_DOC["discard"])
+    @server.tool(description=TOOLS_DOC["discard"], annotations=DROPS)
     async def discard(run_id: RunId) -> CallToolResult:
         return await call(lambda: ops.discard(ops.ctx(), ops.checked_run(run_id)))
 
-    @server.tool(description=TOOLS_DOC["cancel"])
+    @server.tool(description=TOOLS_DOC["cancel"], annotations=DROPS)
     async def cancel(run_id: RunId) -> CallToolResult:
         return await call(lambda: ops.cancel(ops.ctx(), ops.checked_run(run_id)))
 
-    @server.tool(description=TOOLS_DOC["plan_run"])
+    @server.tool(description=TOOLS_DOC["plan_run"], annotations=SPENDS)
     async def plan_run(
         plan: Annotated[dict[str, Any] | None, Field(description="the plan object (title, tasks, defaults)")] = None,
         plan_path: Annotated[str | None, Field(description="path of a plan file")] = None,
@@ -240,15 +249,15 @@ def build_server(default_repo: Path) -> MCPServer:
     ) -> CallToolResult:
         return await call(lambda: ops.plan_run(ops.ctx(), repo_of(repo), plan, plan_path, profile))
 
-    @server.tool(description=TOOLS_DOC["plan_status"])
+    @server.tool(description=TOOLS_DOC["plan_status"], annotations=READ_ONLY)
     async def plan_status(plan_id: Annotated[str, Field(description="the id plan_run returned")]) -> CallToolResult:
         return await call(lambda: ops.plan_status(ops.ctx(), plan_id))
 
-    @server.tool(description=TOOLS_DOC["workers"])
+    @server.tool(description=TOOLS_DOC["workers"], annotations=READ_ONLY)
     async def workers(repo: Repo = None) -> CallToolResult:
         return await call(lambda: ops.workers(repo_of(repo)))
 
-    @server.tool(description=TOOLS_DOC["history"])
+    @server.tool(description=TOOLS_DOC["history"], annotations=READ_ONLY)
     async def history(
         search: Annotated[str | None, Field(description="words to find in titles and prompts")] = None,
         state: Annotated[str | None, Field(description="only runs in this state")] = None,
@@ -256,7 +265,7 @@ def build_server(default_repo: Path) -> MCPServer:
     ) -> CallToolResult:
         return await call(lambda: ops.history(ops.ctx(), search, state, limit))
 
-    @server.tool(description=TOOLS_DOC["savings"])
+    @server.tool(description=TOOLS_DOC["savings"], annotations=READ_ONLY)
     async def savings(repo: Repo = None, all_repos: bool = False) -> CallToolResult:
         def go() -> dict[str, Any]:
             from bosun.savings import totals

@@ -43,6 +43,7 @@ class ParsedRequest:
     last_user: str = ""
     include_usage: bool = False
     json_schema: dict[str, Any] | None = None  # the request asks for JSON output of this shape
+    namespaces: tuple[str, ...] = ()  # tool namespaces (Responses API): their tools are NAMESPACE__NAME
     raw_len: int = 0
     raw_text: str = ""
 

@@ -353,6 +353,18 @@ def _placeholder(prop: Any, action: Action) -> Any:
 RESULT_REF = re.compile(r"^\{result:([A-Za-z0-9_]+)\.([A-Za-z0-9_]+)\}$")
 
 
+def result_object(text: str) -> Any:
+    """The JSON object a tool returned, as the CLI relayed it: whole, or after a preamble of the CLI's
+    own (Codex sends "Wall time: 1.2 seconds\nOutput:\n{...}")."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        start = text.find("{")
+        if start < 0:
+            raise
+        return json.JSONDecoder().raw_decode(text[start:])[0]
+
+
 def _named_call(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_id: str) -> ToolCall:
     """``call: NAME`` with ``args``; a string argument ``{result:CALL_ID.KEY}`` is KEY of the JSON
     object an earlier call returned (a run id a tool handed out, say)."""
@@ -374,7 +386,7 @@ def _named_call(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call
         if m is None:
             return value
         try:
-            return json.loads(ctx.results[m.group(1)])[m.group(2)]
+            return result_object(ctx.results[m.group(1)])[m.group(2)]
         except (KeyError, ValueError, TypeError):
             raise ToolMapError(f"call {action.target}: no {m.group(2)!r} in the result of {m.group(1)}") from None
 

@@ -256,8 +256,15 @@ def _run(argv: list[str]) -> tuple[int, str]:
 def codex_toml(cmd: list[str]) -> str:
     args = ", ".join(json.dumps(a) for a in cmd[1:])
     # The MCP SDK takes a few seconds to import on a busy machine; Codex's default start-up limit is 10 s.
+    # `required`: Codex otherwise starts the first turn before bosun's tools are listed, so a one-shot
+    # `codex exec` never sees them. `approve`: Codex asks before every tool that is not read-only, and
+    # `codex exec` cannot ask; bosun's own gates and approve/integrate are the authority over what lands.
     return (f'[mcp_servers.bosun]\ncommand = {json.dumps(cmd[0])}\nargs = [{args}]\n'
-            f'env = {{ PARENT_AGENT = "codex" }}\nstartup_timeout_sec = 30\ntool_timeout_sec = 120\n')
+            f'env = {{ PARENT_AGENT = "codex" }}\nstartup_timeout_sec = 30\ntool_timeout_sec = 120\n'
+            f'required = true\ndefault_tools_approval_mode = "approve"\n'
+            # Codex starts MCP servers with a bare environment: CODEX_HOME is how bosun finds the
+            # parent's session log when it is not ~/.codex.
+            f'env_vars = ["CODEX_HOME"]\n')
 
 
 def mcp_install(host: str, project: bool, print_only: bool = False, run: Runner | None = None) -> dict[str, Any]:

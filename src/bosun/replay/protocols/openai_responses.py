@@ -52,10 +52,12 @@ class OpenAIResponses(WireAPI):
             system="\n".join([str(body.get("instructions") or ""), *system]),
             last_user=text_of(users[-1].get("content")) if users else "",
             json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
+            namespaces=tuple(str(t["name"]) for t in body.get("tools") or []
+                             if isinstance(t, dict) and t.get("type") == "namespace" and t.get("name")),
         )
 
     def render_json(self, reply: Reply, req: ParsedRequest) -> dict[str, Any]:
-        output = [_done_item(reply, k, item) for k, item in enumerate(_items(reply))]
+        output = [_done_item(reply, k, item, req) for k, item in enumerate(_items(reply))]
         return _response(reply, req.model, "completed", output, responses_usage(reply.usage))
 
     def render_events(self, reply: Reply, req: ParsedRequest) -> list[str]:
@@ -65,7 +67,7 @@ class OpenAIResponses(WireAPI):
         events.add("response.in_progress", response=shell)
         output = []
         for index, item in enumerate(_items(reply)):
-            output.append(_stream_item(events, reply, index, item))
+            output.append(_stream_item(events, reply, index, item, req))
         done = _response(reply, req.model, "completed", output, responses_usage(reply.usage))
         events.add("response.completed", response=done)
         return events.frames
@@ -96,7 +98,7 @@ def _item_id(reply: Reply, index: int, item: str | ToolCall) -> str:
     return f"{prefix}_replay_{reply.seq}_{index}"
 
 
-def _done_item(reply: Reply, index: int, item: str | ToolCall) -> dict[str, Any]:
+def _done_item(reply: Reply, index: int, item: str | ToolCall, req: ParsedRequest | None = None) -> dict[str, Any]:
     iid = _item_id(reply, index, item)
     if isinstance(item, str):
         part = {"type": "output_text", "text": item, "annotations": []}
@@ -109,18 +111,22 @@ def _done_item(reply: Reply, index: int, item: str | ToolCall) -> dict[str, Any]
             "name": item.name,
             "input": item.input,
         }
-    return {
+    namespace, name = _split(item.name, req)
+    call = {
         "type": "function_call",
         "id": iid,
         "call_id": item.call_id,
-        "name": item.name,
+        "name": name,
         "arguments": item.payload(),
         "status": "completed",
     }
+    if namespace is not None:
+        call["namespace"] = namespace
+    return call
 
 
-def _stream_item(events: _Events, reply: Reply, index: int, item: str | ToolCall) -> dict[str, Any]:
-    done = _done_item(reply, index, item)
+def _stream_item(events: _Events, reply: Reply, index: int, item: str | ToolCall, req: ParsedRequest) -> dict[str, Any]:
+    done = _done_item(reply, index, item, req)
     iid = done["id"]
     if isinstance(item, str):
         events.add(
@@ -177,9 +183,17 @@ def _response(reply: Reply, model: str, status: str, output: list[Any], usage: A
     }
 
 
-def _tools(raw: list[Any]) -> list[ToolSpec]:
+NAMESPACE_JOIN = "__"  # a namespaced tool is scripted as NAMESPACE__NAME (mcp__bosun + delegate)
+
+
+def _tools(raw: list[Any], namespace: str = "") -> list[ToolSpec]:
     specs = []
     for tool in raw:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and tool.get("name"):
+            # Codex groups MCP tools per server ({"type": "namespace", "name": "mcp__bosun", "tools": [...]});
+            # a call names the inner tool and its namespace.
+            specs += _tools(tool.get("tools") or [], _joined(namespace, str(tool["name"])))
+            continue
         if (
             not isinstance(tool, dict)
             or tool.get("type") not in ("function", "custom")
@@ -188,8 +202,23 @@ def _tools(raw: list[Any]) -> list[ToolSpec]:
             continue  # built-ins (web_search, local_shell...): nothing to map onto
         kind = "custom" if tool.get("type") == "custom" else "function"
         schema = tool.get("parameters") if kind == "function" else tool.get("format")
-        specs.append(ToolSpec(tool["name"], kind, schema or {}, tool.get("description", "")))
+        specs.append(ToolSpec(_joined(namespace, tool["name"]), kind, schema or {}, tool.get("description", "")))
     return specs
+
+
+def _joined(namespace: str, name: str) -> str:
+    if not namespace:
+        return name
+    return namespace + name if namespace.endswith(NAMESPACE_JOIN) else namespace + NAMESPACE_JOIN + name
+
+
+def _split(name: str, req: ParsedRequest | None) -> tuple[str | None, str]:
+    """(namespace, inner name) of a scripted call to a namespaced tool; (None, name) otherwise."""
+    for ns in (req.namespaces if req is not None else ()):
+        prefix = _joined(ns, "")
+        if name.startswith(prefix):
+            return ns, name[len(prefix):]
+    return None, name
 
 
 def _result(item: dict[str, Any]) -> dict[str, Any]:

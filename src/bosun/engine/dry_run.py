@@ -25,6 +25,7 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
     """``{adapter, argv, env, stdin, note}`` for the first attempt of ``task`` on ``profile``."""
     from bosun import proc
     from bosun.contract import Mode
+    from bosun.engine.attempts import mode_permissions
     from bosun.engine.prompt import render_prompt
     from bosun.workers.base import WorkerContext
     from bosun.workers.cli_base import resolve_binary
@@ -45,6 +46,7 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
             run_id="dry-run", worktree=worktree, run_dir=tmp, home=home, tmp=wtmp, task=task,
             task_file=tmp / "task.json", profile=profile, prompt=prompt, env=env, emit=lambda ev: None,
             timeout_s=task.timeout_s or profile.timeout_s, read_only=task.mode != Mode.code,
+            permissions=mode_permissions(task),
         )
         argv: list[str] | None = None
         if profile.adapter == "native":

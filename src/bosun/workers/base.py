@@ -97,6 +97,13 @@ class Usage:
         )
 
 
+def subset_usage(input_tokens: Any, cached: Any, output_tokens: Any, reasoning: Any) -> Usage:
+    """Usage from raw counts where cached is a subset of input and reasoning a subset of output."""
+    inp, out = as_count(input_tokens), as_count(output_tokens)
+    return Usage(input_tokens=inp, cached_input_tokens=min(as_count(cached), inp), output_tokens=out,
+                 reasoning_tokens=min(as_count(reasoning), out))
+
+
 def truncate(value: Any, limit: int = TRUNCATE_CHARS) -> Any:
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + f"... [{len(value) - limit} chars cut]"

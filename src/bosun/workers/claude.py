@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING
 from bosun.workers.base import WorkerContext, WorkerInfo, WorkerResult
 from bosun.workers.cli_worker import CliSpec, CliWorker, profile_key
 from bosun.workers.jsonlines import JsonLinesParser
-from bosun.workers.policy import NO_NETWORK_SANDBOX, SHELL_TEXT_RULES, denied_commands
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
+    denied_commands,
+)
 from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
@@ -75,12 +82,11 @@ SPEC = CliSpec(
         "read-only modes: no edit tools; only commands Claude Code classifies as read-only (dontAsk), "
         "plus the task's verify commands in test mode",
         "bounded retries (CLAUDE_CODE_MAX_RETRIES=2): a refused key fails in seconds",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
     ],
     unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],
 )

@@ -49,7 +49,6 @@ from bosun.workers.base import (
     Usage,
     WorkerContext,
     WorkerResult,
-    as_count,
     as_dict,
     ev_error,
     ev_message,
@@ -57,12 +56,13 @@ from bosun.workers.base import (
     ev_tool_call,
     ev_tool_result,
     ev_usage,
+    subset_usage,
 )
 from bosun.workers.classify import classify_http, parse_retry_after, status_in_text
 from bosun.workers.cli_base import note_error, note_warning
 from bosun.workers.cli_worker import CliSpec, CliWorker, load_usage_total, save_usage_total
 from bosun.workers.jsonlines import JsonLinesParser
-from bosun.workers.policy import denied_commands
+from bosun.workers.policy import GUARD_ENV_TIMEOUTS, denied_commands
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -85,7 +85,7 @@ SPEC = CliSpec(
         "execpolicy rules forbid git history/branch/remote commands, network tools, publishing and sudo",
         "approval never; plugins, apps, goals, multi-agent and web search disabled",
         "bounded retries (request_max_retries = stream_max_retries = 2): a refused key fails in seconds",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
         "test mode: no edit-free sandbox that still lets test runners write temp files, so the worktree is "
@@ -223,14 +223,8 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 
 
 def codex_usage(raw: dict[str, Any]) -> Usage:
-    inp = as_count(raw.get("input_tokens"))
-    out = as_count(raw.get("output_tokens"))
-    return Usage(
-        input_tokens=inp,
-        cached_input_tokens=min(as_count(raw.get("cached_input_tokens")), inp),
-        output_tokens=out,
-        reasoning_tokens=min(as_count(raw.get("reasoning_output_tokens")), out),
-    )
+    return subset_usage(raw.get("input_tokens"), raw.get("cached_input_tokens"), raw.get("output_tokens"),
+                        raw.get("reasoning_output_tokens"))
 
 
 _RECONNECT_RE = re.compile(r"^\s*(Reconnecting|Retrying)\b", re.I)

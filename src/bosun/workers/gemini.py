@@ -41,7 +41,6 @@ from bosun.fileio import write_text_atomic
 from bosun.workers.base import (
     Usage,
     WorkerContext,
-    as_count,
     as_dict,
     ev_error,
     ev_message,
@@ -49,12 +48,20 @@ from bosun.workers.base import (
     ev_tool_call,
     ev_tool_result,
     ev_usage,
+    subset_usage,
 )
 from bosun.workers.classify import classify_http, parse_retry_after, status_in_text
 from bosun.workers.cli_base import note_error
 from bosun.workers.cli_worker import CliSpec, CliWorker, profile_key
 from bosun.workers.jsonlines import JsonLinesParser
-from bosun.workers.policy import NO_NETWORK_SANDBOX, SHELL_TEXT_RULES, denied_commands
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
+    denied_commands,
+)
 from bosun.workers.sdk_stream import DENIED_RE
 
 if TYPE_CHECKING:
@@ -81,12 +88,11 @@ SPEC = CliSpec(
         "explore/review: plan mode (no edits, no shell); test: default mode, edits refused, only the task's "
         "verify commands may run",
         "bounded retries (general.maxAttempts = 2)",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
     ],
     unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],
 )
@@ -178,14 +184,8 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 
 def gemini_usage(stats: dict[str, Any]) -> Usage:
     """``result.stats``: input_tokens counts every prompt token (``cached`` is a subset of it)."""
-    inp = as_count(stats.get("input_tokens"))
-    out = as_count(stats.get("output_tokens"))
-    return Usage(
-        input_tokens=inp,
-        cached_input_tokens=min(as_count(stats.get("cached")), inp),
-        output_tokens=out,
-        reasoning_tokens=min(as_count(stats.get("thoughts") or stats.get("thoughts_tokens")), out),
-    )
+    return subset_usage(stats.get("input_tokens"), stats.get("cached"), stats.get("output_tokens"),
+                        stats.get("thoughts") or stats.get("thoughts_tokens"))
 
 
 class GeminiParser(JsonLinesParser):

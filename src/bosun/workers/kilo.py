@@ -28,6 +28,7 @@ from typing import Any
 from bosun.workers.base import WorkerContext
 from bosun.workers.cli_worker import CliSpec
 from bosun.workers.opencode_kit import CANNOT_ENFORCE, UNENFORCED_WHEN_EDITING, OpenCodeFamilyWorker, log_dir
+from bosun.workers.policy import GUARD_ENV_TIMEOUTS
 
 MIN_VERSION = "7.7.7"
 KILO_ENV = {
@@ -55,7 +56,7 @@ SPEC = CliSpec(
         "no paths outside the worktree (external_directory denied), no .env reads",
         "no web fetch/search, subagents, skills, MCP or plugins",
         "silent provider retries stopped after 3 refusals (log watch), so failures are classified in seconds",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=list(CANNOT_ENFORCE),
     unenforced_when_editing=list(UNENFORCED_WHEN_EDITING),

@@ -37,3 +37,9 @@ def denied_commands() -> list[str]:
 # What a CLI whose shell rules match command text cannot promise in a run that may edit.
 SHELL_TEXT_RULES = "shell deny rules are text patterns; a wrapped command (bash -c, python -c) is not matched"
 NO_NETWORK_SANDBOX = "no network sandbox for shell commands"
+
+# Lines of ``bosun doctor``'s enforces / cannot_enforce that several CLIs share.
+GUARD_ENV_TIMEOUTS = "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)"
+CANNOT_SHELL_TEXT = ("shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
+                     "bosun's git guard still refuses history changes and the gates still check the diff")
+CANNOT_NETWORK = "no network sandbox for shell commands (only the listed network tools are denied)"

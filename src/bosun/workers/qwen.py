@@ -36,7 +36,14 @@ from bosun.fileio import write_text_atomic
 from bosun.workers.base import Usage, WorkerContext, WorkerResult
 from bosun.workers.cli_worker import CliSpec, CliWorker, load_usage_total, save_usage_total
 from bosun.workers.jsonlines import JsonLinesParser
-from bosun.workers.policy import NO_NETWORK_SANDBOX, SHELL_TEXT_RULES, denied_commands
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
+    denied_commands,
+)
 from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
@@ -79,12 +86,11 @@ SPEC = CliSpec(
         "read-only modes: edit, write and shell tools removed (approval mode default, headless); "
         "test mode: only the task's verify commands",
         "telemetry, usage statistics and update checks off",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
         "retries of 429/5xx are Qwen's own (7 attempts, up to ~80 s); only the run timeout bounds them",
     ],
     unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],

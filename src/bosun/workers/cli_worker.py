@@ -64,7 +64,8 @@ class CliWorker:
     def stop_condition(
         self, ctx: WorkerContext, env: dict[str, str], parser: JsonLinesParser
     ) -> Callable[[], bool] | None:
-        """A check polled while the worker runs; True stops it (reported as cancelled, then ``after_run``)."""
+        """Replaces ``ctx.should_stop`` (so it must consult it: ``either(check, ctx.should_stop)``): polled
+        while the worker runs, True stops it (reported as cancelled, then ``after_run``)."""
         return None
 
     def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
@@ -76,6 +77,10 @@ class CliWorker:
     def problems(self, profile: Profile) -> list[str]:
         return []
 
+    def binary(self, profile: Profile) -> str | None:
+        """The program to run: the profile's ``binary``, else the spec's on PATH or among the pinned CLIs."""
+        return resolve_binary(profile.binary, self.spec.default_binary)
+
     def stdin(self, ctx: WorkerContext) -> bytes:
         return ctx.prompt.encode("utf-8")
 
@@ -86,14 +91,17 @@ class CliWorker:
         return self.build_argv(ctx, binary), env, self.stdin(ctx)
 
     def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, self.spec.default_binary)
+        binary = self.binary(ctx.profile)
         if not binary:
             return missing_binary(ctx, self.spec)
         argv, env, stdin = self.prepare(ctx, binary)
         parser = self.make_parser(ctx)
         stop = self.stop_condition(ctx, env, parser)
-        run_ctx = dataclasses.replace(ctx, should_stop=either(stop, ctx.should_stop)) if stop else ctx
-        result = run_cli(run_ctx, argv, env, parser, stdin_data=stdin)
+        run_ctx = dataclasses.replace(ctx, should_stop=stop) if stop else ctx
+        if parser.interactive:
+            result = run_cli(run_ctx, argv, env, parser, stdin_pipe=parser.attach_stdin)
+        else:
+            result = run_cli(run_ctx, argv, env, parser, stdin_data=stdin)
         for ev in parser.finish():
             ctx.emit(ev)
         result.final_text = parser.state.final_text

@@ -9,7 +9,7 @@ last one when the run failed without any error report.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import IO, Any
 
 from bosun.workers.cli_base import ParseState
 
@@ -18,6 +18,10 @@ OTHER_LINE_CHARS = 500
 
 
 class JsonLinesParser:
+    # True for a protocol spoken both ways over stdio: the worker hands the parser the child's stdin
+    # (``attach_stdin``) instead of writing the prompt there.
+    interactive = False
+
     def __init__(self) -> None:
         self.state = ParseState()
         self.other: list[str] = []
@@ -39,6 +43,9 @@ class JsonLinesParser:
 
     def on_object(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         raise NotImplementedError
+
+    def attach_stdin(self, pipe: IO[bytes]) -> None:
+        """The child's stdin, for an ``interactive`` parser (the default ignores it)."""
 
     def finish(self) -> list[dict[str, Any]]:
         """Events owed after the process ended (the default: none)."""

@@ -46,7 +46,7 @@ from bosun.workers.base import (
 )
 from bosun.workers.classify import classify_http, classify_text, parse_retry_after
 from bosun.workers.cli_base import note_error
-from bosun.workers.cli_worker import CliWorker
+from bosun.workers.cli_worker import CliWorker, either
 from bosun.workers.jsonlines import JsonLinesParser
 from bosun.workers.policy import SHELL_DENY, SHELL_TEXT_RULES
 
@@ -464,7 +464,7 @@ class OpenCodeFamilyWorker(CliWorker):
         watch = LogWatch(log_dir(env, self.log_name))
         assert isinstance(parser, OpenCodeParser)
         parser.watch = watch
-        return watch.check
+        return either(watch.check, ctx.should_stop)
 
     def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
         assert isinstance(parser, OpenCodeParser) and parser.watch is not None

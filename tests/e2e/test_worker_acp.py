@@ -133,6 +133,16 @@ def test_acp_bad_key_blocks(cli, repo, task_file, opencode):
     assert res["error"]["code"] == "AUTH"
 
 
+def test_acp_rate_limit_is_classified_without_waiting_for_opencodes_retries(cli, repo, task_file, opencode):
+    with ReplayServer([{"fault": 429, "repeat": 20}]) as srv:
+        add_acp_profile(repo, opencode, srv.base_url("opencode"))
+        code, res = delegate(cli, repo, task_file)
+        refused = len(srv.requests)
+    assert res["state"] == "failed", res
+    assert res["error"]["code"] == "RATE_LIMITED"
+    assert refused < 6  # OpenCode alone retries 5 times over ~70 s
+
+
 def test_acp_cancel_ends_the_turn_and_leaves_no_process(cli, repo, task_file, opencode):
     with ReplayServer([{"fault": "stall", "stall_s": 120}]) as srv:
         add_acp_profile(repo, opencode, srv.base_url("opencode"))

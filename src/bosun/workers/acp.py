@@ -49,11 +49,17 @@ from bosun.workers.base import (
 )
 from bosun.workers.classify import classify_http, classify_text, status_in_text
 from bosun.workers.cli_base import cli_version, note_error, resolve_binary
-from bosun.workers.cli_worker import CliSpec, CliWorker, missing_binary
+from bosun.workers.cli_worker import CliSpec, CliWorker, either, missing_binary
 from bosun.workers.jsonlines import JsonLinesParser
 from bosun.workers.jsonrpc import METHOD_NOT_FOUND, Peer, RpcError
 from bosun.workers.opencode_kit import DENIED_RE as OPENCODE_DENIED_RE
-from bosun.workers.opencode_kit import build_opencode_config, opencode_env
+from bosun.workers.opencode_kit import (
+    LogWatch,
+    build_opencode_config,
+    finish_after_watch,
+    log_dir,
+    opencode_env,
+)
 from bosun.workers.policy import SHELL_TEXT_RULES
 from bosun.workers.sdk_stream import DENIED_RE
 
@@ -109,11 +115,16 @@ class AcpWorker(CliWorker):
 
     def stop_condition(self, ctx: WorkerContext, env: dict[str, str], parser: JsonLinesParser) -> Callable[[], bool]:
         assert isinstance(parser, AcpParser)
+        if agent_name(ctx.profile) == "opencode":
+            # OpenCode retries a refusing provider silently for over a minute: its log tells.
+            parser.watch = LogWatch(log_dir(env))
+            return either(parser.watch.check, parser.should_stop)
         return parser.should_stop
 
     def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
         assert isinstance(parser, AcpParser)
-        return settle(ctx, parser, result)
+        result = settle(ctx, parser, result)
+        return finish_after_watch(ctx, result, parser.watch, cli="OpenCode") if parser.watch else result
 
     def unenforced(self, ctx: WorkerContext) -> list[str]:
         if agent_name(ctx.profile) not in CONFIGURED_AGENTS:
@@ -167,6 +178,7 @@ class AcpParser(JsonLinesParser):
         self.calls: dict[str, dict[str, Any]] = {}
         self.text: list[str] = []
         self.message_id: Any = None
+        self.watch: LogWatch | None = None  # OpenCode's provider-error watch, when the agent is OpenCode
 
     # -- the conversation -------------------------------------------------------------------------
     def attach_stdin(self, pipe: IO[bytes]) -> None:

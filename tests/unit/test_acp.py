@@ -127,6 +127,40 @@ def test_an_agent_that_cannot_load_gets_a_new_session(tmp_path):
     assert any(e["type"] == "message" and e["role"] == "system" and "cannot load" in e["text"] for e in events)
 
 
+def test_an_agent_that_wants_a_login_is_an_auth_failure(tmp_path):
+    result, events, _ = run(tmp_path, "auth")
+    assert result.status == "failed" and result.error_class == ErrorClass.auth
+    assert "Authentication required" in (result.error_message or "")
+    assert not any(m for m in events if m["type"] == "session")
+
+
+def test_a_turn_that_ends_without_end_turn_fails(tmp_path):
+    result, _, _ = run(tmp_path, "max_tokens")
+    assert result.status == "failed" and result.error_class == ErrorClass.permanent
+    assert "max_tokens" in (result.error_message or "")
+
+
+def test_an_agent_lingering_after_its_turn_is_stopped_and_the_turn_stands(tmp_path, monkeypatch):
+    import bosun.workers.acp as acp
+
+    monkeypatch.setattr(acp, "EXIT_GRACE_S", 0.2)
+    result, events, _ = run(tmp_path, "linger")
+    assert result.ok and result.final_text == "finished", result
+
+
+def test_the_peer_ignores_answers_to_nothing_and_routes_string_ids():
+    from bosun.workers.jsonrpc import Peer
+
+    peer, seen = Peer(), []
+    peer.dispatch({"jsonrpc": "2.0", "id": 7, "result": {}}, lambda *a: seen.append(a), lambda *a: seen.append(a))
+    assert seen == []
+    peer.dispatch({"jsonrpc": "2.0", "id": "x", "method": "m", "params": {"a": 1}},
+                  lambda *a: seen.append(("request", *a)), lambda *a: seen.append(("note", *a)))
+    peer.dispatch({"jsonrpc": "2.0", "method": "n"}, lambda *a: seen.append(("request", *a)),
+                  lambda *a: seen.append(("note", *a)))
+    assert seen == [("request", "x", "m", {"a": 1}), ("note", "n", {})]
+
+
 def test_a_missing_agent_fails_cleanly(tmp_path):
     events: list[dict] = []
     ctx = make_ctx(tmp_path, "acp", emit=events.append, command=[str(tmp_path / "no-such-agent"), "acp"])

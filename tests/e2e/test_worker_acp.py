@@ -118,11 +118,12 @@ def test_acp_resume_loads_the_session(cli, repo, tmp_path, opencode):
         code, res = cli("work", res["id"], "--resume", "Yes, fix it.", "--json")
         assert res["state"] == "worked", res
         last = srv.requests[-1]["body"]["messages"]
-    assert open_store().get_run(res["id"])["session_id"] == first_session
+    run = open_store().get_run(res["id"])
+    assert run["session_id"] == first_session
     texts = [json.dumps(m.get("content")) for m in last]
     assert any("Yes, fix it." in t for t in texts)
     assert any("should I change it" in t for t in texts)  # the same conversation
-    assert "return a + b" in (repo / "src" / "calc.py").read_text()
+    assert "return a + b" in (Path(run["worktree"]) / "src" / "calc.py").read_text()
 
 
 def test_acp_bad_key_blocks(cli, repo, task_file, opencode):

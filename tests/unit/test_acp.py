@@ -22,10 +22,10 @@ AGENT = Path(__file__).resolve().parent.parent / "fixtures" / "acp_agent.py"
 def run(tmp_path: Path, scenario: str, mode: str = "code", **kw: Any) -> tuple[WorkerResult, list[dict], list[dict]]:
     log = tmp_path / "agent.log"
     events: list[dict[str, Any]] = []
-    should_stop = kw.pop("should_stop", None)
+    should_stop, max_steps = kw.pop("should_stop", None), kw.pop("max_steps", None)
     ctx = make_ctx(tmp_path, "acp", mode=mode, emit=events.append,
                    command=[sys.executable, str(AGENT), scenario, str(log)], **kw)
-    ctx.should_stop = should_stop
+    ctx.should_stop, ctx.max_steps = should_stop, max_steps
     result = AcpWorker().run(ctx)
     received = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return result, events, received
@@ -159,6 +159,20 @@ def test_the_peer_ignores_answers_to_nothing_and_routes_string_ids():
     peer.dispatch({"jsonrpc": "2.0", "method": "n"}, lambda *a: seen.append(("request", *a)),
                   lambda *a: seen.append(("note", *a)))
     assert seen == [("request", "x", "m", {"a": 1}), ("note", "n", {})]
+
+
+def test_the_step_cap_stops_the_agent_and_says_so(tmp_path):
+    result, _, _ = run(tmp_path, "work", max_steps=1)
+    assert result.status == "failed" and "step cap" in (result.error_message or ""), result
+
+
+def test_an_agent_that_never_answers_times_out(tmp_path):
+    log = tmp_path / "agent.log"
+    events: list[dict] = []
+    ctx = make_ctx(tmp_path, "acp", emit=events.append, command=[sys.executable, str(AGENT), "hang", str(log)])
+    ctx.timeout_s = 1
+    result = AcpWorker().run(ctx)
+    assert result.status == "timeout" and result.error_class == ErrorClass.timeout, result
 
 
 def test_a_missing_agent_fails_cleanly(tmp_path):

@@ -219,3 +219,24 @@ def test_the_engine_hands_the_mode_over():
 
 def test_the_registry_knows_acp():
     assert isinstance(get_worker("acp"), AcpWorker)
+
+
+def test_tool_updates_become_one_call_and_one_result(tmp_path):
+    from bosun.workers.acp import AcpParser
+
+    parser = AcpParser(make_ctx(tmp_path, "acp", command=["agent"]))
+
+    def update(**fields: Any) -> list[dict]:
+        line = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": fields}}
+        return parser.feed(json.dumps(line))
+
+    events = update(sessionUpdate="tool_call", toolCallId="t1", title="bash", kind="execute", status="pending",
+                    rawInput={})
+    events += update(sessionUpdate="tool_call_update", toolCallId="t1", status="in_progress", kind="execute",
+                     rawInput={"command": "git push"})
+    events += update(sessionUpdate="tool_call_update", toolCallId="t1", status="failed", kind="execute",
+                     content=[{"type": "content", "content": {"type": "text", "text":
+                               "The user has specified a rule which prevents you from using this specific tool call"}}])
+    assert [e["type"] for e in events] == ["tool_call", "tool_result"]
+    assert events[0]["tool"] == "execute" and events[0]["input"] == {"command": "git push"}
+    assert events[1]["denied"] and not events[1]["ok"] and parser.state.steps == 1

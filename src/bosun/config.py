@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bosun.errors import BadInput
 
-ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo")
+ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp")
 
 # Files that change how git reads the tree or what Python runs at start-up, before any test: always
 # locked, and each judged by its own gate (GIT_RULES_CHANGED, PYTHON_STARTUP_CHANGED) rather than by
@@ -90,10 +90,10 @@ class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
     adapter: Literal[
-        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo"
+        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp"
     ] = "command"
     model: str | None = None
-    command: list[str] = Field(default_factory=list, description="argv of a `command` worker")
+    command: list[str] = Field(default_factory=list, description="argv of a `command` worker, or of an `acp` agent")
     base_url: str | None = None
     api: Literal["openai", "responses", "anthropic", "gemini"] | None = None
     api_key_env: str | None = Field(default=None, description="name of the env var holding the key")

@@ -116,7 +116,7 @@ def _check_adapter(name: str) -> dict[str, Any]:
         info = get_worker(name).describe(Profile(name=f"({name})", adapter=name))  # type: ignore[arg-type]
     except BosunError as exc:
         return {"adapter": name, "available": False, "problems": [exc.message]}
-    needs_cli = name not in ("command", "native")
+    needs_cli = name not in ("command", "native", "acp")  # acp: the agent is per profile
     return {
         "adapter": name,
         "available": True,

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bosun.sandbox import Confinement
@@ -276,8 +276,12 @@ def run_supervised(
     should_stop: Callable[[], bool] | None = None,
     stdout_grace_s: float = STDOUT_GRACE_S,
     confine: Confinement | None = None,
+    stdin_pipe: Callable[[IO[bytes]], None] | None = None,
 ) -> SupervisedResult:
     """Run an untrusted command in its own process group with bounded capture and timeouts.
+
+    ``stdin_pipe``, instead of ``stdin_data``, receives the child's open stdin once it runs: a
+    protocol spoken over stdio (ACP) writes requests as the conversation goes and closes it.
 
     ``on_start`` receives the child's pid (== its process group id) so callers can record it.
     ``should_stop`` is polled; when it returns True the group is terminated (cancellation).
@@ -301,7 +305,7 @@ def run_supervised(
             list(argv),
             cwd=str(cwd),
             env=dict(env),
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin_data is not None or stdin_pipe else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -315,6 +319,9 @@ def run_supervised(
             prepared.close()
     pgid = proc.pid
     step = reaper.register(pending, pgid) if pending is not None else None
+    if stdin_pipe is not None:
+        assert proc.stdin is not None
+        stdin_pipe(proc.stdin)
     try:
         return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
                           on_start, should_stop, stdout_grace_s, step)

@@ -15,6 +15,7 @@ from typing import Any
 from bosun import proc
 from bosun.config import Profile
 from bosun.contract import TaskContract
+from bosun.engine.attempts import mode_permissions
 from bosun.workers.base import Usage, WorkerContext, WorkerResult
 from bosun.workers.cli_base import finish_result
 
@@ -72,6 +73,7 @@ def make_ctx(
         run_id="r1", worktree=tmp_path, run_dir=tmp_path, home=home, tmp=tmp_path, task=task,
         task_file=tmp_path / "task.json", profile=profile, prompt="do it", env=base_env,
         emit=emit or (lambda ev: None), timeout_s=60, resume_session=resume, read_only=mode != "code",
+        permissions=mode_permissions(task),
     )
 
 

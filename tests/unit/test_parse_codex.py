@@ -7,10 +7,10 @@ import tomllib
 import pytest
 
 from bosun.workers.base import ErrorClass, Usage
+from bosun.workers.cli_worker import load_usage_total, save_usage_total
 from bosun.workers.codex import (
     MIN_VERSION,
     CodexParser,
-    CodexWorker,
     build_argv,
     build_env,
     codex_config,
@@ -19,7 +19,6 @@ from bosun.workers.codex import (
     stderr_denials,
     unenforced,
 )
-from bosun.workers.sdk_stream import load_usage_total, save_usage_total
 from tests.unit.parse_support import (
     FIX_USAGE,
     STREAMS,
@@ -33,7 +32,7 @@ from tests.unit.parse_support import (
 
 
 def parse(case: str, baseline: Usage | None = None) -> tuple[CodexParser, list[dict]]:
-    parser = CodexWorker().parser(baseline)
+    parser = CodexParser(baseline)
     return parser, feed(parser, stream("codex", MIN_VERSION, case))
 
 

@@ -8,12 +8,12 @@ import tomllib
 import pytest
 
 from bosun.workers.base import ErrorClass
-from bosun.workers.gemini import MIN_VERSION, GeminiParser, GeminiWorker, approval_mode, build_argv, build_env
+from bosun.workers.gemini import MIN_VERSION, GeminiParser, approval_mode, build_argv, build_env
 from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str) -> tuple[GeminiParser, list[dict]]:
-    parser = GeminiWorker().parser()
+    parser = GeminiParser()
     events = feed(parser, stream("gemini", MIN_VERSION, case))
     return parser, events + parser.finish()
 

@@ -7,12 +7,13 @@ import json
 import pytest
 
 from bosun.workers.base import ErrorClass
-from bosun.workers.kilo import MIN_VERSION, KiloWorker, build_argv, build_env, kilo_log_dir
+from bosun.workers.kilo import MIN_VERSION, KiloWorker, kilo_log_dir
+from bosun.workers.opencode_kit import OpenCodeParser
 from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str):
-    parser = KiloWorker().parser()
+    parser = OpenCodeParser()
     return parser, feed(parser, stream("kilo", MIN_VERSION, case))
 
 
@@ -46,7 +47,7 @@ def test_failures(case, cls, tmp_path):
 
 def test_config_env_and_argv(tmp_path):
     ctx = make_ctx(tmp_path, "kilo")
-    env = build_env(ctx)
+    env = KiloWorker().build_env(ctx)
     cfg = json.loads(env["KILO_CONFIG_CONTENT"])
     assert cfg["disabled_providers"] == ["kilo"] and cfg["enabled_providers"] == ["bosun"]
     assert cfg["provider"]["bosun"]["options"] == {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "{env:BOSUN_TEST_KEY}"}
@@ -55,13 +56,13 @@ def test_config_env_and_argv(tmp_path):
     assert env["KILO_DISABLE_PROJECT_CONFIG"] == "1" and env["KILO_DISABLE_MODELS_FETCH"] == "1"
     assert not [k for k in env if k.startswith("OPENCODE_")]
     assert "sk-test" not in env["KILO_CONFIG_CONTENT"]
-    argv = build_argv(ctx, "kilo")
+    argv = KiloWorker().build_argv(ctx, "kilo")
     assert argv[:4] == ["kilo", "run", "--format", "json"] and argv[argv.index("-m") + 1] == "bosun/mock-model"
     assert kilo_log_dir(env) == ctx.home / ".local" / "share" / "kilo" / "log"
 
 
 def test_read_only_and_resume(tmp_path):
     ctx = make_ctx(tmp_path, "kilo", mode="explore", resume="ses_1")
-    perms = json.loads(build_env(ctx)["KILO_CONFIG_CONTENT"])["agent"]["bosun"]["permission"]
+    perms = json.loads(KiloWorker().build_env(ctx)["KILO_CONFIG_CONTENT"])["agent"]["bosun"]["permission"]
     assert perms["edit"] == "deny" and perms["bash"] == "deny"
-    assert build_argv(ctx, "kilo")[-2:] == ["--session", "ses_1"]
+    assert KiloWorker().build_argv(ctx, "kilo")[-2:] == ["--session", "ses_1"]

@@ -18,19 +18,20 @@ import pytest
 from bosun import proc
 from bosun.config import Profile
 from bosun.contract import TaskContract
+from bosun.engine.attempts import mode_permissions
 from bosun.workers.base import ErrorClass, WorkerContext
+from bosun.workers.classify import classify_http
 from bosun.workers.cli_base import finish_result
-from bosun.workers.opencode import (
-    SHELL_DENY,
+from bosun.workers.opencode import OpenCodeWorker
+from bosun.workers.opencode_kit import (
     LogWatch,
     OpenCodeParser,
-    OpenCodeWorker,
     build_opencode_config,
-    classify_api_error,
     opencode_env,
     opencode_usage,
     permission_rules,
 )
+from bosun.workers.policy import SHELL_DENY
 
 STREAMS = Path(__file__).resolve().parent.parent / "fixtures" / "streams"
 
@@ -57,6 +58,7 @@ def make_ctx(tmp_path: Path, mode: str = "code", resume: str | None = None, emit
         run_id="r1", worktree=tmp_path, run_dir=tmp_path, home=tmp_path / "home", tmp=tmp_path / "tmp", task=task,
         task_file=tmp_path / "task.json", profile=profile, prompt="p", env={"HOME": str(tmp_path / "home"), "OC_KEY": "k"},
         emit=emit or (lambda ev: None), timeout_s=60, resume_session=resume, read_only=mode != "code",
+        permissions=mode_permissions(task),
     )
 
 
@@ -148,7 +150,7 @@ def test_non_json_lines_and_garbage_are_ignored():
     ],
 )
 def test_api_errors_are_classified_by_status_then_text(status, text, cls):
-    assert classify_api_error(status, text) == cls
+    assert classify_http(status, text) == cls
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,11 +300,11 @@ def test_config_without_base_url_uses_the_clis_own_provider():
 
 def test_argv_puts_no_prompt_or_key_on_the_command_line(tmp_path):
     w = OpenCodeWorker()
-    argv = w.argv(make_ctx(tmp_path, extra_args=["--variant", "high"]), "/bin/opencode")
+    argv = w.build_argv(make_ctx(tmp_path, extra_args=["--variant", "high"]), "/bin/opencode")
     assert argv[:4] == ["/bin/opencode", "run", "--format", "json"]
     assert {"--pure", "--agent", "--title"} <= set(argv) and argv[-2:] == ["--variant", "high"]
     assert "-m" in argv and argv[argv.index("-m") + 1] == "bosun/mock-model"
-    resumed = w.argv(make_ctx(tmp_path, resume="ses_abc"), "/bin/opencode")
+    resumed = w.build_argv(make_ctx(tmp_path, resume="ses_abc"), "/bin/opencode")
     assert resumed[resumed.index("--session") + 1] == "ses_abc" and "--title" not in resumed
     assert all("k" != a for a in argv)
 

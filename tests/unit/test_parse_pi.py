@@ -168,8 +168,8 @@ def test_tools_per_mode_and_shell_opt_out():
 def test_argv_env_and_files(tmp_path):
     w = PiWorker()
     ctx = make_ctx(tmp_path, mode="review")
-    env = w.prepare(ctx)
-    argv = w.argv(ctx, "/bin/pi")
+    env = w.build_env(ctx)
+    argv = w.build_argv(ctx, "/bin/pi")
     assert argv[argv.index("--tools") + 1] == "read,grep,find,ls"
     assert {"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files"} <= set(argv)
     assert "--no-session" not in argv and argv[argv.index("--session-dir") + 1].startswith(str(ctx.home))
@@ -180,5 +180,5 @@ def test_argv_env_and_files(tmp_path):
     assert models["providers"]["bosun"]["apiKey"] == "$PI_TEST_KEY"
     settings = json.loads((ctx.home / ".pi" / "agent" / "settings.json").read_text())
     assert settings["retry"]["maxRetries"] == 2
-    resumed = w.argv(make_ctx(tmp_path, resume="01abc"), "/bin/pi")
+    resumed = w.build_argv(make_ctx(tmp_path, resume="01abc"), "/bin/pi")
     assert resumed[resumed.index("--session-id") + 1] == "01abc"

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from bosun.workers.base import ErrorClass, Usage
-from bosun.workers.qwen import MIN_VERSION, QwenWorker, build_argv, build_env, qwen_settings
+from bosun.workers.qwen import MIN_VERSION, build_argv, build_env, new_parser, qwen_settings
 from bosun.workers.sdk_stream import SdkStreamParser
 from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str, baseline: Usage | None = None) -> tuple[SdkStreamParser, list[dict]]:
-    parser = QwenWorker().parser(baseline)
+    parser = new_parser(baseline)
     return parser, feed(parser, stream("qwen", MIN_VERSION, case))
 
 
@@ -33,7 +33,7 @@ def test_fix_stream():
 def test_resumed_session_subtracts_what_was_counted_before():
     # A resumed run's result reports the whole session (the e2e resume test shows it with Qwen 0.24.4):
     # bosun saved 1000/10 after the first run, this run's one message used 3000/30.
-    parser = QwenWorker().parser(Usage(input_tokens=1000, output_tokens=10))
+    parser = new_parser(Usage(input_tokens=1000, output_tokens=10))
     msg = {"id": "m2", "content": [{"type": "text", "text": "Done."}], "usage": {"input_tokens": 3000, "output_tokens": 30}}
     events = parser.feed(json.dumps({"type": "assistant", "session_id": "s1", "message": msg}))
     events += parser.feed(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "Done.",

@@ -26,6 +26,7 @@ from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
     ErrorClass,
+    Permissions,
     Usage,
     WorkerContext,
     WorkerResult,
@@ -154,6 +155,16 @@ def worker_confinement(
         readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK),
         connect_ports=connect_ports,
     )
+
+
+def mode_permissions(task: TaskContract) -> Permissions:
+    """What the task's mode lets a worker do: adapters translate this, never the mode itself."""
+    if task.mode == Mode.code:
+        return Permissions(mode=task.mode.value)
+    if task.mode == Mode.test:
+        commands = tuple(" ".join(v.run) for v in task.verify)
+        return Permissions(edit=False, shell=True, commands=commands, mode=task.mode.value)
+    return Permissions(edit=False, shell=False, mode=task.mode.value)
 
 
 def kernel_read_only(task: TaskContract) -> bool:
@@ -294,6 +305,7 @@ def run_attempts(
                 max_steps=profile.max_steps,
                 resume_session=run.get("session_id") if resume and not fresh_session else None,
                 read_only=task.mode != Mode.code,
+                permissions=mode_permissions(task),
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
                 confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,

@@ -25,9 +25,10 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
     """``{adapter, argv, env, stdin, note}`` for the first attempt of ``task`` on ``profile``."""
     from bosun import proc
     from bosun.contract import Mode
+    from bosun.engine.attempts import mode_permissions
     from bosun.engine.prompt import render_prompt
     from bosun.workers.base import WorkerContext
-    from bosun.workers.cli_base import resolve_binary
+    from bosun.workers.cli_worker import CliWorker
     from bosun.workers.registry import get_worker
 
     worker = get_worker(profile.adapter)
@@ -45,6 +46,7 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
             run_id="dry-run", worktree=worktree, run_dir=tmp, home=home, tmp=wtmp, task=task,
             task_file=tmp / "task.json", profile=profile, prompt=prompt, env=env, emit=lambda ev: None,
             timeout_s=task.timeout_s or profile.timeout_s, read_only=task.mode != Mode.code,
+            permissions=mode_permissions(task),
         )
         argv: list[str] | None = None
         if profile.adapter == "native":
@@ -52,27 +54,14 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
                            f"with model {profile.model!r}; no process is started")
         elif profile.adapter == "command":
             argv = list(profile.command) + list(profile.extra_args)
-        else:
-            binary = resolve_binary(profile.binary, getattr(worker, "default_binary", None) or profile.adapter)
-            binary = binary or (profile.binary or profile.adapter)
-            if hasattr(worker, "argv") and not _prepare_takes_binary(worker):
-                if hasattr(worker, "prepare"):
-                    env = worker.prepare(ctx)  # Pi: writes its agent dir, returns the env
-                argv = worker.argv(ctx, binary)
-            elif hasattr(worker, "prepare"):
-                argv, env, _stdin = worker.prepare(ctx, binary)
+        elif isinstance(worker, CliWorker):
+            binary = worker.binary(profile) or profile.binary or profile.adapter
+            argv, env, _stdin = worker.prepare(ctx, binary)
         if argv is not None:
             out["argv"] = [_redact(_shorten(a, tmp), profile) for a in argv]
         out["env"] = sorted(_env_view(env, profile, tmp).items())
     out["env"] = dict(out["env"])
     return out
-
-
-def _prepare_takes_binary(worker: Any) -> bool:
-    import inspect
-
-    prepare = getattr(worker, "prepare", None)
-    return prepare is not None and len(inspect.signature(prepare).parameters) >= 2
 
 
 def _key_values(profile: Profile) -> list[str]:

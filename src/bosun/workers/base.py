@@ -97,6 +97,13 @@ class Usage:
         )
 
 
+def subset_usage(input_tokens: Any, cached: Any, output_tokens: Any, reasoning: Any) -> Usage:
+    """Usage from raw counts where cached is a subset of input and reasoning a subset of output."""
+    inp, out = as_count(input_tokens), as_count(output_tokens)
+    return Usage(input_tokens=inp, cached_input_tokens=min(as_count(cached), inp), output_tokens=out,
+                 reasoning_tokens=min(as_count(reasoning), out))
+
+
 def truncate(value: Any, limit: int = TRUNCATE_CHARS) -> Any:
     if isinstance(value, str):
         return value if len(value) <= limit else value[:limit] + f"... [{len(value) - limit} chars cut]"
@@ -169,6 +176,25 @@ def ev_sandbox(report: dict[str, Any]) -> dict[str, Any]:
     return {"type": "sandbox", **report}
 
 
+@dataclass(frozen=True)
+class Permissions:
+    """What the run's mode lets the worker do, decided by the engine (adapters never read the task mode).
+
+    ``edit``: may change the worktree. ``shell``: may run commands at all. ``commands``: when ``edit`` is
+    off, the only commands the shell may run (test mode: the task's verify commands, as shell text).
+    ``mode``: the mode's name, for workers that are only told it (the ``command`` adapter's BOSUN_MODE).
+    """
+
+    edit: bool = True
+    shell: bool = True
+    commands: tuple[str, ...] = ()
+    mode: str = "code"
+
+    @classmethod
+    def for_read_only(cls, read_only: bool) -> Permissions:
+        return cls(edit=False, shell=False, mode="explore") if read_only else cls()
+
+
 @dataclass
 class WorkerContext:
     """Everything an adapter needs for one attempt. Built by the engine; adapters never read config."""
@@ -193,6 +219,17 @@ class WorkerContext:
     on_start: Callable[[int], None] | None = None
     # The kernel sandbox for the worker's process tree (None: not enforced on this run).
     confine: Confinement | None = None
+    # What the mode allows; None: derived from ``read_only`` (no shell in a read-only run).
+    permissions: Permissions | None = None
+
+    def __post_init__(self) -> None:
+        if self.permissions is None:
+            self.permissions = Permissions.for_read_only(self.read_only)
+
+    @property
+    def allowed(self) -> Permissions:
+        """``permissions``, never None (set in ``__post_init__``)."""
+        return self.permissions or Permissions.for_read_only(self.read_only)
 
 
 @dataclass

@@ -89,3 +89,36 @@ def parse_retry_after(text: str) -> float | None:
     if m:
         return float(m.group(1))
     return None
+
+
+def classify_http(status: int | None, text: str) -> ErrorClass:
+    """An HTTP status (when the CLI reports one) plus the error text, as an ``ErrorClass``.
+
+    The status decides the family; the text refines it within that family (a 429 that says "quota" is
+    quota, a 403 that says "billing" is quota). Without a status the text decides.
+    """
+    found = classify_text(text)
+    if status in (401, 403):
+        return found if found in (ErrorClass.auth, ErrorClass.quota) else ErrorClass.auth
+    if status == 402:
+        return ErrorClass.quota
+    if status == 429:
+        return found if found in (ErrorClass.quota, ErrorClass.rate_limited) else ErrorClass.rate_limited
+    if status == 404:
+        return found if found in (ErrorClass.model_unavailable, ErrorClass.auth) else ErrorClass.model_unavailable
+    if status == 529:
+        return ErrorClass.rate_limited  # Anthropic's "overloaded"
+    if status is not None and status >= 500:
+        return found if found in (ErrorClass.rate_limited, ErrorClass.quota) else ErrorClass.transient
+    if status == 408:
+        return ErrorClass.transient
+    return found or ErrorClass.permanent
+
+
+_STATUS_RE = re.compile(r"(?:API Error:?\s*|status[ :]+|\"code\":\s*|\()\b([1-5]\d\d)\b", re.I)
+
+
+def status_in_text(text: str) -> int | None:
+    """An HTTP status quoted in an error message ("[API Error: 401 ...]", "status 429", '"code":404')."""
+    m = _STATUS_RE.search(text or "")
+    return int(m.group(1)) if m else None

@@ -33,16 +33,17 @@ import json
 from typing import TYPE_CHECKING
 
 from bosun.workers.base import WorkerContext, WorkerInfo, WorkerResult
-from bosun.workers.cli_base import resolve_binary, run_cli
-from bosun.workers.sdk_stream import (
-    CliSpec,
-    SdkStreamParser,
+from bosun.workers.cli_worker import CliSpec, CliWorker, profile_key
+from bosun.workers.jsonlines import JsonLinesParser
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
     denied_commands,
-    describe_cli,
-    missing_binary,
-    profile_key,
-    verify_commands,
 )
+from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -81,13 +82,13 @@ SPEC = CliSpec(
         "read-only modes: no edit tools; only commands Claude Code classifies as read-only (dontAsk), "
         "plus the task's verify commands in test mode",
         "bounded retries (CLAUDE_CODE_MAX_RETRIES=2): a refused key fails in seconds",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
     ],
+    unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],
 )
 
 
@@ -110,9 +111,9 @@ def build_argv(ctx: WorkerContext, binary: str) -> list[str]:
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
     if prof.model:
         argv += ["--model", prof.model]
-    if ctx.read_only:
+    if not ctx.allowed.edit:
         argv += ["--permission-mode", "dontAsk", "--tools", ",".join(READ_TOOLS)]
-        allow = [f"Bash({cmd}:*)" for cmd in verify_commands(ctx)] if ctx.task.mode.value == "test" else []
+        allow = [f"Bash({cmd}:*)" for cmd in ctx.allowed.commands]
         if allow:
             argv += ["--allowedTools", *allow]
     else:
@@ -151,37 +152,33 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
     return env
 
 
-class ClaudeWorker:
+def new_parser() -> SdkStreamParser:
+    return SdkStreamParser("Claude Code", input_includes_cache=False)
+
+
+class ClaudeWorker(CliWorker):
     name = "claude"
+    spec = SPEC
+    build_argv = staticmethod(build_argv)
+    build_env = staticmethod(build_env)
 
-    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
-        return build_argv(ctx, binary), build_env(ctx), ctx.prompt.encode("utf-8")
+    def make_parser(self, ctx: WorkerContext) -> SdkStreamParser:
+        return new_parser()
 
-    def parser(self) -> SdkStreamParser:
-        return SdkStreamParser("Claude Code", input_includes_cache=False)
-
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, SPEC.default_binary)
-        if not binary:
-            return missing_binary(ctx, SPEC)
-        argv, env, stdin = self.prepare(ctx, binary)
-        parser = self.parser()
-        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        parser.finish()
-        if result.final_text is None:
-            result.final_text = parser.state.final_text
+    def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
         if not result.ok and "native binary not installed" in result.stderr_tail:
             result.error_message = STUB_HINT
-        result.unenforced = unenforced(ctx.read_only)
         return result
 
-    def describe(self, profile: Profile) -> WorkerInfo:
-        problems = []
+    def problems(self, profile: Profile) -> list[str]:
         if profile.api and profile.api != "anthropic":
-            problems.append(f"Claude Code speaks the Anthropic Messages API only (profile api = {profile.api!r})")
-        info = describe_cli(SPEC, profile, problems)
+            return [f"Claude Code speaks the Anthropic Messages API only (profile api = {profile.api!r})"]
+        return []
+
+    def describe(self, profile: Profile) -> WorkerInfo:
+        info = super().describe(profile)
         if info.binary and not info.version and _is_npm_stub(info.binary):
-            info.problems = [p for p in info.problems if not p.startswith("could not run")]
+            info.problems = [p for p in info.problems if not p.startswith("could not run") and "launcher" not in p]
             info.problems.insert(0, STUB_HINT)
         return info
 
@@ -202,11 +199,3 @@ def _is_npm_stub(binary: str) -> bool:
         return False
     return "native binary not installed" in (res.stderr + res.stdout)
 
-
-def unenforced(read_only: bool) -> list[str]:
-    if read_only:
-        return []
-    return [
-        "shell deny rules are text patterns; a wrapped command (bash -c, python -c) is not matched",
-        "no network sandbox for shell commands",
-    ]

@@ -7,9 +7,9 @@ exit code, parser state and stderr into a ``WorkerResult`` with a classified fai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from bosun import proc
 from bosun.workers.base import (
@@ -52,6 +52,7 @@ def run_cli(
     env: dict[str, str],
     parser: StreamParser,
     stdin_data: bytes | None = None,
+    stdin_pipe: Callable[[IO[bytes]], None] | None = None,
 ) -> WorkerResult:
     steps_exceeded = [False]
 
@@ -88,6 +89,7 @@ def run_cli(
             on_start=ctx.on_start,
             should_stop=should_stop,
             confine=ctx.confine,
+            stdin_pipe=stdin_pipe,
         )
     except FileNotFoundError:
         msg = f"worker program not found: {argv[0]}"

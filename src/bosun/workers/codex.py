@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import write_text_atomic
@@ -47,9 +48,7 @@ from bosun.workers.base import (
     ErrorClass,
     Usage,
     WorkerContext,
-    WorkerInfo,
     WorkerResult,
-    as_count,
     as_dict,
     ev_error,
     ev_message,
@@ -57,19 +56,13 @@ from bosun.workers.base import (
     ev_tool_call,
     ev_tool_result,
     ev_usage,
+    subset_usage,
 )
-from bosun.workers.classify import parse_retry_after
-from bosun.workers.cli_base import ParseState, note_error, note_warning, resolve_binary, run_cli
-from bosun.workers.sdk_stream import (
-    CliSpec,
-    denied_commands,
-    describe_cli,
-    error_class_for,
-    load_usage_total,
-    missing_binary,
-    save_usage_total,
-    status_in_text,
-)
+from bosun.workers.classify import classify_http, parse_retry_after, status_in_text
+from bosun.workers.cli_base import note_error, note_warning
+from bosun.workers.cli_worker import CliSpec, CliWorker, load_usage_total, save_usage_total
+from bosun.workers.jsonlines import JsonLinesParser
+from bosun.workers.policy import GUARD_ENV_TIMEOUTS, denied_commands
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -92,7 +85,7 @@ SPEC = CliSpec(
         "execpolicy rules forbid git history/branch/remote commands, network tools, publishing and sudo",
         "approval never; plugins, apps, goals, multi-agent and web search disabled",
         "bounded retries (request_max_retries = stream_max_retries = 2): a refused key fails in seconds",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
         "test mode: no edit-free sandbox that still lets test runners write temp files, so the worktree is "
@@ -107,11 +100,16 @@ def unenforced(ctx: WorkerContext) -> list[str]:
     if ctx.confine is not None:
         return ["no network block for commands: Codex's own sandbox cannot run inside bosun's kernel "
                 "sandbox, which confines writes (the worktree, or nothing in read-only modes) but not the network"]
-    if ctx.read_only and ctx.task.mode.value == "test":
+    if _runs_tests_read_only(ctx):
         return ["test mode: Codex runs with the workspace-write sandbox (its read-only sandbox stops test "
                 "runners), so edits to the worktree are not blocked by the CLI; bosun discards them "
                 "(READ_ONLY_VIOLATION) and the run can never land a change"]
     return []
+
+
+def _runs_tests_read_only(ctx: WorkerContext) -> bool:
+    """Test mode: no edits, but the shell for the verify commands."""
+    return not ctx.allowed.edit and ctx.allowed.shell
 
 
 def toml_str(value: str) -> str:
@@ -131,7 +129,7 @@ def sandbox_mode(ctx: WorkerContext) -> str:
         # namespace (writing /proc/self/uid_map is refused) and its Landlock fallback insists on
         # bubblewrap. bosun's sandbox confines writes instead, read-only modes included.
         return "danger-full-access"
-    if ctx.read_only and ctx.task.mode.value != "test":
+    if not ctx.allowed.edit and not _runs_tests_read_only(ctx):
         return "read-only"
     return "workspace-write"
 
@@ -225,24 +223,18 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 
 
 def codex_usage(raw: dict[str, Any]) -> Usage:
-    inp = as_count(raw.get("input_tokens"))
-    out = as_count(raw.get("output_tokens"))
-    return Usage(
-        input_tokens=inp,
-        cached_input_tokens=min(as_count(raw.get("cached_input_tokens")), inp),
-        output_tokens=out,
-        reasoning_tokens=min(as_count(raw.get("reasoning_output_tokens")), out),
-    )
+    return subset_usage(raw.get("input_tokens"), raw.get("cached_input_tokens"), raw.get("output_tokens"),
+                        raw.get("reasoning_output_tokens"))
 
 
 _RECONNECT_RE = re.compile(r"^\s*(Reconnecting|Retrying)\b", re.I)
 
 
 def codex_error_class(message: str) -> ErrorClass:
-    return error_class_for(status_in_text(message), message)
+    return classify_http(status_in_text(message), message)
 
 
-class CodexParser:
+class CodexParser(JsonLinesParser):
     """Maps ``codex exec --json`` lines to normalized events.
 
     ``turn.completed`` carries the session's *cumulative* usage: after ``codex exec resume`` it includes
@@ -251,25 +243,12 @@ class CodexParser:
     """
 
     def __init__(self, baseline: Usage | None = None) -> None:
-        self.state = ParseState()
+        super().__init__()
         self.started: set[str] = set()
         self.noted: list[str] = []
-        self.other: list[str] = []
         self.total = baseline or Usage()
 
-    def feed(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        obj: Any = None
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                obj = None
-        if not isinstance(obj, dict):
-            self.other = (self.other + [line[:500]])[-20:]
-            return []
+    def on_object(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         kind = obj.get("type")
         if kind == "thread.started" and obj.get("thread_id"):
             self.state.session_id = str(obj["thread_id"])
@@ -395,34 +374,32 @@ def stderr_denials(stderr: str) -> list[dict[str, Any]]:
 USAGE_FILE = "bosun-usage.json"  # in CODEX_HOME: the cumulative usage bosun has counted per thread
 
 
-class CodexWorker:
+class CodexWorker(CliWorker):
     name = "codex"
+    spec = SPEC
 
-    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
-        return build_argv(ctx, binary), build_env(ctx), ctx.prompt.encode("utf-8")
+    build_argv = staticmethod(build_argv)
+    build_env = staticmethod(build_env)
 
-    def parser(self, baseline: Usage | None = None) -> CodexParser:
-        return CodexParser(baseline)
+    def make_parser(self, ctx: WorkerContext) -> CodexParser:
+        return CodexParser(load_usage_total(usage_file(ctx), ctx.resume_session))
 
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, SPEC.default_binary)
-        if not binary:
-            return missing_binary(ctx, SPEC)
-        argv, env, stdin = self.prepare(ctx, binary)
-        usage_file = ctx.home / ".codex" / USAGE_FILE
-        parser = self.parser(load_usage_total(usage_file, ctx.resume_session))
-        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        save_usage_total(usage_file, parser.state.session_id, parser.total)
+    def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
+        assert isinstance(parser, CodexParser)
+        save_usage_total(usage_file(ctx), parser.state.session_id, parser.total)
         for ev in stderr_denials(result.stderr_tail):
             ctx.emit(ev)
-        if not result.ok and not result.error_message and parser.other:
-            result.error_message = parser.other[-1]
-        result.unenforced = unenforced(ctx)
         return result
 
-    def describe(self, profile: Profile) -> WorkerInfo:
-        problems = []
+    def unenforced(self, ctx: WorkerContext) -> list[str]:
+        return unenforced(ctx)
+
+    def problems(self, profile: Profile) -> list[str]:
         if profile.api not in (None, "responses"):
-            problems.append(f"Codex speaks the OpenAI Responses API only (profile api = {profile.api!r}); "
-                            "use api = \"responses\" or leave it unset")
-        return describe_cli(SPEC, profile, problems)
+            return [f"Codex speaks the OpenAI Responses API only (profile api = {profile.api!r}); "
+                    "use api = \"responses\" or leave it unset"]
+        return []
+
+
+def usage_file(ctx: WorkerContext) -> Path:
+    return ctx.home / ".codex" / USAGE_FILE

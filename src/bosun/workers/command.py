@@ -72,11 +72,11 @@ class CommandWorker:
         env = dict(ctx.env)
         env["BOSUN_TASK_FILE"] = str(ctx.task_file)
         env["BOSUN_RUN_ID"] = ctx.run_id
-        env["BOSUN_MODE"] = ctx.task.mode.value
+        env["BOSUN_MODE"] = ctx.allowed.mode
         if ctx.resume_session:
             env["BOSUN_RESUME_SESSION"] = ctx.resume_session
         result = run_cli(ctx, argv, env, CommandParser(), stdin_data=ctx.prompt.encode("utf-8"))
-        if ctx.read_only:
+        if not ctx.allowed.edit:
             result.unenforced = [READ_ONLY_UNENFORCED]
         return result
 

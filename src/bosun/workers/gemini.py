@@ -41,9 +41,6 @@ from bosun.fileio import write_text_atomic
 from bosun.workers.base import (
     Usage,
     WorkerContext,
-    WorkerInfo,
-    WorkerResult,
-    as_count,
     as_dict,
     ev_error,
     ev_message,
@@ -51,20 +48,21 @@ from bosun.workers.base import (
     ev_tool_call,
     ev_tool_result,
     ev_usage,
+    subset_usage,
 )
-from bosun.workers.classify import parse_retry_after
-from bosun.workers.cli_base import ParseState, note_error, resolve_binary, run_cli
-from bosun.workers.sdk_stream import (
-    DENIED_RE,
-    CliSpec,
+from bosun.workers.classify import classify_http, parse_retry_after, status_in_text
+from bosun.workers.cli_base import note_error
+from bosun.workers.cli_worker import CliSpec, CliWorker, profile_key
+from bosun.workers.jsonlines import JsonLinesParser
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
     denied_commands,
-    describe_cli,
-    error_class_for,
-    missing_binary,
-    profile_key,
-    status_in_text,
-    verify_commands,
 )
+from bosun.workers.sdk_stream import DENIED_RE
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -90,13 +88,13 @@ SPEC = CliSpec(
         "explore/review: plan mode (no edits, no shell); test: default mode, edits refused, only the task's "
         "verify commands may run",
         "bounded retries (general.maxAttempts = 2)",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
     ],
+    unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],
 )
 
 
@@ -120,7 +118,7 @@ def policy_toml(ctx: WorkerContext) -> str:
         "priority = 999",
         'denyMessage = "bosun: workers have no web access"',
     ]
-    allow = verify_commands(ctx) if ctx.read_only and ctx.task.mode.value == "test" else []
+    allow = list(ctx.allowed.commands) if not ctx.allowed.edit else []
     if allow:
         rules += [
             "",
@@ -144,9 +142,9 @@ def gemini_settings() -> dict[str, Any]:
 
 
 def approval_mode(ctx: WorkerContext) -> str:
-    if not ctx.read_only:
+    if ctx.allowed.edit:
         return "yolo"
-    return "default" if ctx.task.mode.value == "test" else "plan"
+    return "default" if ctx.allowed.shell else "plan"  # test mode runs the verify commands
 
 
 def build_argv(ctx: WorkerContext, binary: str) -> list[str]:
@@ -186,39 +184,20 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
 
 def gemini_usage(stats: dict[str, Any]) -> Usage:
     """``result.stats``: input_tokens counts every prompt token (``cached`` is a subset of it)."""
-    inp = as_count(stats.get("input_tokens"))
-    out = as_count(stats.get("output_tokens"))
-    return Usage(
-        input_tokens=inp,
-        cached_input_tokens=min(as_count(stats.get("cached")), inp),
-        output_tokens=out,
-        reasoning_tokens=min(as_count(stats.get("thoughts") or stats.get("thoughts_tokens")), out),
-    )
+    return subset_usage(stats.get("input_tokens"), stats.get("cached"), stats.get("output_tokens"),
+                        stats.get("thoughts") or stats.get("thoughts_tokens"))
 
 
-class GeminiParser:
+class GeminiParser(JsonLinesParser):
     """Maps ``gemini --output-format stream-json`` lines to normalized events."""
 
     def __init__(self) -> None:
-        self.state = ParseState()
+        super().__init__()
         self.tool_names: dict[str, str] = {}
         self.text: list[str] = []
         self.in_step = False
-        self.other: list[str] = []
 
-    def feed(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        obj: Any = None
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                obj = None
-        if not isinstance(obj, dict):
-            self.other = (self.other + [line[:500]])[-20:]
-            return []
+    def on_object(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         kind = obj.get("type")
         out: list[dict[str, Any]] = []
         if kind == "message" and obj.get("role") == "assistant":
@@ -241,7 +220,7 @@ class GeminiParser:
         elif kind == "error":
             msg = str(obj.get("message") or "error")
             if str(obj.get("severity") or "error") == "error":
-                out.append(note_error(self.state, msg, error_class_for(status_in_text(msg), msg)))
+                out.append(note_error(self.state, msg, classify_http(status_in_text(msg), msg)))
             else:
                 out.append(ev_error(msg, retryable=True))
         elif kind == "result":
@@ -286,7 +265,7 @@ class GeminiParser:
         self.state.finished_ok = False
         err = as_dict(obj.get("error"))
         msg = str(err.get("message") or obj.get("status") or "error")
-        ev = note_error(self.state, msg, error_class_for(status_in_text(msg), msg))
+        ev = note_error(self.state, msg, classify_http(status_in_text(msg), msg))
         retry = parse_retry_after(msg)
         if retry:
             ev["retry_after_s"] = retry
@@ -301,41 +280,17 @@ class GeminiParser:
 # the adapter
 
 
-class GeminiWorker:
+class GeminiWorker(CliWorker):
     name = "gemini"
+    spec = SPEC
+    build_argv = staticmethod(build_argv)
+    build_env = staticmethod(build_env)
 
-    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
-        return build_argv(ctx, binary), build_env(ctx), ctx.prompt.encode("utf-8")
-
-    def parser(self) -> GeminiParser:
+    def make_parser(self, ctx: WorkerContext) -> GeminiParser:
         return GeminiParser()
 
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, SPEC.default_binary)
-        if not binary:
-            return missing_binary(ctx, SPEC)
-        argv, env, stdin = self.prepare(ctx, binary)
-        parser = self.parser()
-        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
-        for ev in parser.finish():
-            ctx.emit(ev)
-        result.final_text = parser.state.final_text
-        if not result.ok and not result.error_message and parser.other:
-            result.error_message = parser.other[-1]
-        result.unenforced = unenforced(ctx.read_only)
-        return result
-
-    def describe(self, profile: Profile) -> WorkerInfo:
-        problems = []
+    def problems(self, profile: Profile) -> list[str]:
         if profile.api and profile.api != "gemini":
-            problems.append(f"Gemini CLI speaks the Gemini API only (profile api = {profile.api!r})")
-        return describe_cli(SPEC, profile, problems)
-
-
-def unenforced(read_only: bool) -> list[str]:
-    if read_only:
+            return [f"Gemini CLI speaks the Gemini API only (profile api = {profile.api!r})"]
         return []
-    return [
-        "shell deny rules are text patterns; a wrapped command (bash -c, python -c) is not matched",
-        "no network sandbox for shell commands",
-    ]
+

@@ -30,7 +30,6 @@ from bosun.workers.base import (
     Usage,
     WorkerContext,
     WorkerInfo,
-    WorkerResult,
     as_count,
     as_dict,
     ev_error,
@@ -40,13 +39,10 @@ from bosun.workers.base import (
     ev_tool_result,
     ev_usage,
 )
-from bosun.workers.classify import parse_retry_after
-from bosun.workers.cli_base import ParseState, cli_version, note_error, resolve_binary, run_cli, version_tuple
-from bosun.workers.opencode import (
-    classify_api_error,
-    profile_problems,
-    version_problem,
-)
+from bosun.workers.classify import classify_http, parse_retry_after
+from bosun.workers.cli_base import note_error
+from bosun.workers.cli_worker import CliSpec, CliWorker, describe_cli
+from bosun.workers.jsonlines import JsonLinesParser
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -157,7 +153,7 @@ def pi_usage(u: dict[str, Any]) -> Usage:
 def classify_pi_error(message: str) -> ErrorClass:
     """Pi's error messages start with the HTTP status ("429: {...}") when the provider answered."""
     m = _STATUS_RE.match(message or "")
-    return classify_api_error(int(m.group(1)) if m else None, message or "")
+    return classify_http(int(m.group(1)) if m else None, message or "")
 
 
 def _content_text(content: Any) -> str:
@@ -168,7 +164,7 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-class PiParser:
+class PiParser(JsonLinesParser):
     """Maps ``pi --mode json`` lines to normalized events.
 
     Usage is counted once per assistant ``message_end`` (``message_update`` repeats the running usage on
@@ -176,21 +172,7 @@ class PiParser:
     retry then succeeds (``auto_retry_end`` with ``success: true``) the error is cleared again.
     """
 
-    def __init__(self) -> None:
-        self.state = ParseState()
-        self.other: list[str] = []
-
-    def feed(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        try:
-            obj = json.loads(line) if line.startswith("{") else None
-        except json.JSONDecodeError:
-            obj = None
-        if not isinstance(obj, dict):
-            self.other = (self.other + [line[:500]])[-20:]
-            return []
+    def on_object(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         kind = obj.get("type")
         if kind == "session":
             sid = obj.get("id")
@@ -255,83 +237,6 @@ class PiParser:
 # the adapter
 
 
-class PiWorker:
-    name = "pi"
-
-    @staticmethod
-    def agent_dir(ctx: WorkerContext) -> Path:
-        return ctx.home / ".pi" / "agent"
-
-    @staticmethod
-    def session_dir(ctx: WorkerContext) -> Path:
-        return ctx.home / ".pi" / "sessions"
-
-    def prepare(self, ctx: WorkerContext) -> dict[str, str]:
-        """Write Pi's models.json and settings.json into the run's agent dir; return the env."""
-        agent = self.agent_dir(ctx)
-        agent.mkdir(parents=True, exist_ok=True)
-        self.session_dir(ctx).mkdir(parents=True, exist_ok=True)
-        if ctx.profile.base_url:
-            _write_json(agent / "models.json", pi_models_config(ctx.profile))
-        _write_json(agent / "settings.json", PI_SETTINGS)
-        env = dict(ctx.env)
-        env.update(PI_ENV)
-        env["PI_CODING_AGENT_DIR"] = str(agent)
-        env.pop("PI_CODING_AGENT_SESSION_DIR", None)
-        return env
-
-    def argv(self, ctx: WorkerContext, binary: str) -> list[str]:
-        prof = ctx.profile
-        shell = not shell_excluded(list(prof.extra_args))
-        argv = [binary, "--mode", "json"]
-        if prof.base_url:
-            argv += ["--provider", PROVIDER_ID, "--model", prof.model or "default"]
-        elif prof.model:
-            argv += ["--model", prof.model]
-        argv += ["--tools", ",".join(pi_tools(ctx.read_only, shell)), *PI_FLAGS]
-        argv += ["--session-dir", str(self.session_dir(ctx))]
-        if ctx.resume_session:
-            argv += ["--session-id", ctx.resume_session]
-        argv += list(prof.extra_args)
-        return argv
-
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, "pi")
-        if not binary:
-            msg = f"Pi not found ({ctx.profile.binary or 'pi'} on PATH); install @earendil-works/pi-coding-agent >= {MIN_VERSION}"
-            ctx.emit(ev_error(msg, ErrorClass.permanent))
-            return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
-        env = self.prepare(ctx)
-        if ctx.resume_session and not any(self.session_dir(ctx).glob(f"*{ctx.resume_session}*.jsonl")):
-            # Pi would silently start a new session under that id.
-            ctx.emit(ev_message(f"Pi session {ctx.resume_session} not found; Pi starts a new one", role="system"))
-        parser = PiParser()
-        result = run_cli(ctx, self.argv(ctx, binary), env, parser, stdin_data=ctx.prompt.encode("utf-8"))
-        if not result.ok and not result.error_message and parser.other:
-            result.error_message = parser.other[-1]
-        result.unenforced = unenforced(ctx.read_only, not shell_excluded(list(ctx.profile.extra_args)))
-        return result
-
-    def describe(self, profile: Profile) -> WorkerInfo:
-        info = WorkerInfo(min_version=MIN_VERSION, enforces=list(ENFORCES), cannot_enforce=list(CANNOT_ENFORCE))
-        info.binary = resolve_binary(profile.binary, "pi")
-        if not info.binary:
-            info.problems.append(
-                f"Pi not found: {profile.binary or 'pi'} (npm install -g @earendil-works/pi-coding-agent, "
-                "needs Node >= 22; or set binary = ...)"
-            )
-        else:
-            info.version = cli_version(info.binary)
-            if not info.version:
-                info.problems.append(version_problem(info.binary))
-            elif version_tuple(info.version) < version_tuple(MIN_VERSION):
-                info.problems.append(f"Pi {info.version} is older than {MIN_VERSION} (under Node 20 npm installs 0.x)")
-        info.problems.extend(profile_problems(profile))
-        if shell_excluded(list(profile.extra_args)):
-            info.cannot_enforce = [c for c in info.cannot_enforce if not c.startswith("shell")]
-        return info
-
-
 ENFORCES = [
     "own HOME and agent dir (models.json, settings.json); no extensions, skills, MCP, context files or project .pi",
     "read-only modes: only read, grep, find, ls (no edit, write or shell)",
@@ -343,6 +248,85 @@ CANNOT_ENFORCE = [
     "paths outside the worktree: Pi's file tools accept absolute paths",
     "test mode cannot run the verify commands (read-only modes have no shell)",
 ]
+
+
+SPEC = CliSpec(
+    label="Pi",
+    default_binary="pi",
+    package="@earendil-works/pi-coding-agent",
+    min_version=MIN_VERSION,
+    enforces=ENFORCES,
+    cannot_enforce=CANNOT_ENFORCE,
+    needs_key=False,  # without base_url, the model names one of Pi's own providers
+    install_note=", needs Node >= 22",
+    old_note=" (under Node 20 npm installs 0.x)",
+)
+
+
+def agent_dir(ctx: WorkerContext) -> Path:
+    return ctx.home / ".pi" / "agent"
+
+
+def session_dir(ctx: WorkerContext) -> Path:
+    return ctx.home / ".pi" / "sessions"
+
+
+class PiWorker(CliWorker):
+    name = "pi"
+    spec = SPEC
+
+    def build_env(self, ctx: WorkerContext) -> dict[str, str]:
+        """Write Pi's models.json and settings.json into the run's agent dir; return the env."""
+        agent = agent_dir(ctx)
+        agent.mkdir(parents=True, exist_ok=True)
+        session_dir(ctx).mkdir(parents=True, exist_ok=True)
+        if ctx.profile.base_url:
+            _write_json(agent / "models.json", pi_models_config(ctx.profile))
+        _write_json(agent / "settings.json", PI_SETTINGS)
+        env = dict(ctx.env)
+        env.update(PI_ENV)
+        env["PI_CODING_AGENT_DIR"] = str(agent)
+        env.pop("PI_CODING_AGENT_SESSION_DIR", None)
+        return env
+
+    def build_argv(self, ctx: WorkerContext, binary: str) -> list[str]:
+        prof = ctx.profile
+        shell = not shell_excluded(list(prof.extra_args))
+        argv = [binary, "--mode", "json"]
+        if prof.base_url:
+            argv += ["--provider", PROVIDER_ID, "--model", prof.model or "default"]
+        elif prof.model:
+            argv += ["--model", prof.model]
+        argv += ["--tools", ",".join(pi_tools(not ctx.allowed.edit, shell)), *PI_FLAGS]
+        argv += ["--session-dir", str(session_dir(ctx))]
+        if ctx.resume_session:
+            argv += ["--session-id", ctx.resume_session]
+        argv += list(prof.extra_args)
+        return argv
+
+    def make_parser(self, ctx: WorkerContext) -> PiParser:
+        if ctx.resume_session and not any(session_dir(ctx).glob(f"*{ctx.resume_session}*.jsonl")):
+            # Pi would silently start a new session under that id.
+            ctx.emit(ev_message(f"Pi session {ctx.resume_session} not found; Pi starts a new one", role="system"))
+        return PiParser()
+
+    def unenforced(self, ctx: WorkerContext) -> list[str]:
+        return unenforced(not ctx.allowed.edit, not shell_excluded(list(ctx.profile.extra_args)))
+
+    def problems(self, profile: Profile) -> list[str]:
+        return [p for p in profile_problems(profile) if not p.startswith("set model")]
+
+    def describe(self, profile: Profile) -> WorkerInfo:
+        info = describe_cli(self.spec, profile, self.problems(profile))
+        if shell_excluded(list(profile.extra_args)):
+            info.cannot_enforce = [c for c in info.cannot_enforce if not c.startswith("shell")]
+        return info
+
+
+def profile_problems(profile: Profile) -> list[str]:
+    if profile.model and not profile.base_url and "/" not in profile.model:
+        return ["without base_url, model must name one of the CLI's own providers: \"provider/model\""]
+    return []
 
 
 def unenforced(read_only: bool, shell: bool) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from bosun.workers.base import WorkerContext
-
 # Shell commands a worker may never run. Each becomes the patterns "CMD *" (the command alone or with
 # arguments) and "*/CMD *" (called by absolute path). OpenCode matches each command of a pipeline or a
 # `&&` chain separately.
@@ -26,9 +24,22 @@ SHELL_DENY: tuple[str, ...] = (
 )
 
 
-def verify_commands(ctx: WorkerContext) -> list[str]:
-    """The task's verify commands as shell text (test mode may run exactly these)."""
-    out = []
-    for v in ctx.task.verify:
-        out.append(" ".join(v.run))
-    return out
+def denied_commands() -> list[str]:
+    """The shell commands (as word prefixes) no worker may run, normalized and deduplicated."""
+    seen: dict[str, None] = {}
+    for cmd in SHELL_DENY:
+        cmd = " ".join(cmd.split())
+        if cmd:
+            seen[cmd] = None
+    return list(seen)
+
+
+# What a CLI whose shell rules match command text cannot promise in a run that may edit.
+SHELL_TEXT_RULES = "shell deny rules are text patterns; a wrapped command (bash -c, python -c) is not matched"
+NO_NETWORK_SANDBOX = "no network sandbox for shell commands"
+
+# Lines of ``bosun doctor``'s enforces / cannot_enforce that several CLIs share.
+GUARD_ENV_TIMEOUTS = "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)"
+CANNOT_SHELL_TEXT = ("shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
+                     "bosun's git guard still refuses history changes and the gates still check the diff")
+CANNOT_NETWORK = "no network sandbox for shell commands (only the listed network tools are denied)"

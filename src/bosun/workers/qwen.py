@@ -29,21 +29,22 @@ with ``--resume ID``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import write_text_atomic
-from bosun.workers.base import Usage, WorkerContext, WorkerInfo, WorkerResult
-from bosun.workers.cli_base import resolve_binary, run_cli
-from bosun.workers.sdk_stream import (
-    CliSpec,
-    SdkStreamParser,
+from bosun.workers.base import Usage, WorkerContext, WorkerResult
+from bosun.workers.cli_worker import CliSpec, CliWorker, load_usage_total, save_usage_total
+from bosun.workers.jsonlines import JsonLinesParser
+from bosun.workers.policy import (
+    CANNOT_NETWORK,
+    CANNOT_SHELL_TEXT,
+    GUARD_ENV_TIMEOUTS,
+    NO_NETWORK_SANDBOX,
+    SHELL_TEXT_RULES,
     denied_commands,
-    describe_cli,
-    load_usage_total,
-    missing_binary,
-    save_usage_total,
-    verify_commands,
 )
+from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
     from bosun.config import Profile
@@ -85,14 +86,14 @@ SPEC = CliSpec(
         "read-only modes: edit, write and shell tools removed (approval mode default, headless); "
         "test mode: only the task's verify commands",
         "telemetry, usage statistics and update checks off",
-        "git guard, env allowlist, timeouts (process group kill, stray shell commands reaped)",
+        GUARD_ENV_TIMEOUTS,
     ],
     cannot_enforce=[
-        "shell deny rules match command text: wrappers (bash -c, env, xargs, python -c) get past them; "
-        "bosun's git guard still refuses history changes and the gates still check the diff",
-        "no network sandbox for shell commands (only the listed network tools are denied)",
+        CANNOT_SHELL_TEXT,
+        CANNOT_NETWORK,
         "retries of 429/5xx are Qwen's own (7 attempts, up to ~80 s); only the run timeout bounds them",
     ],
+    unenforced_when_editing=[SHELL_TEXT_RULES, NO_NETWORK_SANDBOX],
 )
 
 
@@ -135,11 +136,10 @@ def build_argv(ctx: WorkerContext, binary: str) -> list[str]:
     argv = [binary, "--auth-type", auth, "--output-format", "stream-json"]
     if prof.model:
         argv += ["-m", prof.model]
-    if ctx.read_only:
+    if not ctx.allowed.edit:
         argv += ["--approval-mode", "default"]
-        if ctx.task.mode.value == "test":
-            for cmd in verify_commands(ctx):
-                argv += ["--allowed-tools", f"run_shell_command({cmd})"]
+        for cmd in ctx.allowed.commands:
+            argv += ["--allowed-tools", f"run_shell_command({cmd})"]
     else:
         argv += ["--approval-mode", "yolo"]
     if ctx.resume_session:
@@ -165,40 +165,28 @@ def build_env(ctx: WorkerContext) -> dict[str, str]:
     return env
 
 
-class QwenWorker:
+def new_parser(baseline: Usage | None = None) -> SdkStreamParser:
+    return SdkStreamParser("Qwen Code", input_includes_cache=True, baseline=baseline)
+
+
+def usage_file(ctx: WorkerContext) -> Path:
+    return ctx.home / ".qwen" / USAGE_FILE
+
+
+class QwenWorker(CliWorker):
     name = "qwen"
+    spec = SPEC
+    build_argv = staticmethod(build_argv)
+    build_env = staticmethod(build_env)
 
-    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
-        return build_argv(ctx, binary), build_env(ctx), ctx.prompt.encode("utf-8")
-
-    def parser(self, baseline: Usage | None = None) -> SdkStreamParser:
-        return SdkStreamParser("Qwen Code", input_includes_cache=True, baseline=baseline)
-
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = resolve_binary(ctx.profile.binary, SPEC.default_binary)
-        if not binary:
-            return missing_binary(ctx, SPEC)
-        argv, env, stdin = self.prepare(ctx, binary)
-        usage_file = ctx.home / ".qwen" / USAGE_FILE
+    def make_parser(self, ctx: WorkerContext) -> SdkStreamParser:
         # A resumed session's result usage includes the earlier runs: subtract what was counted then.
-        parser = self.parser(load_usage_total(usage_file, ctx.resume_session) or (Usage() if ctx.resume_session else None))
-        result = run_cli(ctx, argv, env, parser, stdin_data=stdin)
+        baseline = load_usage_total(usage_file(ctx), ctx.resume_session)
+        return new_parser(baseline or (Usage() if ctx.resume_session else None))
+
+    def after_run(self, ctx: WorkerContext, parser: JsonLinesParser, result: WorkerResult) -> WorkerResult:
+        assert isinstance(parser, SdkStreamParser)
         if parser.session_total is not None:
-            save_usage_total(usage_file, parser.state.session_id, parser.session_total)
-        parser.finish()
-        if result.final_text is None:
-            result.final_text = parser.state.final_text
-        result.unenforced = unenforced(ctx.read_only)
+            save_usage_total(usage_file(ctx), parser.state.session_id, parser.session_total)
         return result
 
-    def describe(self, profile: Profile) -> WorkerInfo:
-        return describe_cli(SPEC, profile)
-
-
-def unenforced(read_only: bool) -> list[str]:
-    if read_only:
-        return []
-    return [
-        "shell deny rules are text patterns; a wrapped command (bash -c, python -c) is not matched",
-        "no network sandbox for shell commands",
-    ]

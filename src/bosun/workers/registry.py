@@ -18,6 +18,7 @@ ADAPTERS: dict[str, str] = {
     "qwen": "bosun.workers.qwen:QwenWorker",
     "gemini": "bosun.workers.gemini:GeminiWorker",
     "kilo": "bosun.workers.kilo:KiloWorker",
+    "acp": "bosun.workers.acp:AcpWorker",
 }
 
 

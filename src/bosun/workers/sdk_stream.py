@@ -1,6 +1,6 @@
-"""Shared pieces of the Codex, Claude Code, Qwen Code and Gemini CLI adapters.
+"""``SdkStreamParser``, the parser of the Claude Code and Qwen Code adapters.
 
-Most of this module is ``SdkStreamParser``: Claude Code (``--output-format stream-json --verbose``) and
+Claude Code (``--output-format stream-json --verbose``) and
 Qwen Code (``--output-format stream-json``) print the same "Claude Agent SDK" stream:
 
 =========== ======================================================================================
@@ -18,27 +18,19 @@ result      subtype, is_error, result (the final answer), usage (the run's total
             Claude's api_error_status.
 =========== ======================================================================================
 
-The rest: the common part of ``describe()``, the worker-side deny list of shell commands (shared with
-the OpenCode adapter, which defines it), and the mapping from an HTTP status plus message to an
-``ErrorClass``.
+``DENIED_RE`` (refusals in the words of Claude Code, Qwen Code and Gemini CLI) is shared with the
+Gemini CLI parser.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bosun.fileio import write_text_atomic
 from bosun.workers.base import (
     ErrorClass,
     Usage,
-    WorkerContext,
-    WorkerInfo,
-    WorkerResult,
     as_count,
     as_dict,
     ev_error,
@@ -48,29 +40,10 @@ from bosun.workers.base import (
     ev_tool_result,
     ev_usage,
 )
-from bosun.workers.classify import classify_text, parse_retry_after
-from bosun.workers.cli_base import ParseState, cli_version, note_error, resolve_binary, version_tuple
-
-# One deny list for every adapter: git history/branch/remote commands, network tools, publishing,
-# privilege escalation. The OpenCode adapter owns it; the helpers below reuse it.
-from bosun.workers.policy import SHELL_DENY, verify_commands
-
-if TYPE_CHECKING:
-    from bosun.config import Profile
-
-__all__ = [
-    "SHELL_DENY",
-    "as_dict",
-    "CliSpec",
-    "SdkStreamParser",
-    "denied_commands",
-    "describe_cli",
-    "error_class_for",
-    "load_usage_total",
-    "missing_binary",
-    "save_usage_total",
-    "verify_commands",
-]
+from bosun.workers.classify import classify_http, parse_retry_after, status_in_text
+from bosun.workers.cli_base import note_error
+from bosun.workers.cli_worker import usage_copy
+from bosun.workers.jsonlines import JsonLinesParser
 
 # Tool results that are refusals rather than failures, in the words of Claude Code, Qwen Code and
 # Gemini CLI.
@@ -81,143 +54,6 @@ DENIED_RE = re.compile(
     re.I,
 )
 _REFUSAL_KINDS = {"permission-rule", "user-rejected", "automode-unavailable", "hook-rejected"}
-
-
-# ---------------------------------------------------------------------------------------------
-# policy helpers
-
-
-def denied_commands() -> list[str]:
-    """The shell commands (as word prefixes) no worker may run, normalized and deduplicated."""
-    seen: dict[str, None] = {}
-    for cmd in SHELL_DENY:
-        cmd = " ".join(cmd.split())
-        if cmd:
-            seen[cmd] = None
-    return list(seen)
-
-
-def error_class_for(status: int | None, text: str) -> ErrorClass:
-    """An HTTP status (when the CLI reports one) plus the error text, as an ``ErrorClass``.
-
-    The status decides the family; the text refines it within that family (a 429 that says "quota" is
-    quota, a 403 that says "billing" is quota). Without a status the text decides.
-    """
-    found = classify_text(text)
-    if status in (401, 403):
-        return found if found in (ErrorClass.auth, ErrorClass.quota) else ErrorClass.auth
-    if status == 402:
-        return ErrorClass.quota
-    if status == 429:
-        return found if found in (ErrorClass.quota, ErrorClass.rate_limited) else ErrorClass.rate_limited
-    if status == 404:
-        return found if found in (ErrorClass.model_unavailable, ErrorClass.auth) else ErrorClass.model_unavailable
-    if status == 529:
-        return ErrorClass.rate_limited  # Anthropic's "overloaded"
-    if status is not None and status >= 500:
-        return found if found in (ErrorClass.rate_limited, ErrorClass.quota) else ErrorClass.transient
-    if status == 408:
-        return ErrorClass.transient
-    return found or ErrorClass.permanent
-
-
-_STATUS_RE = re.compile(r"(?:API Error:?\s*|status[ :]+|\"code\":\s*|\()\b([1-5]\d\d)\b", re.I)
-
-
-def status_in_text(text: str) -> int | None:
-    """An HTTP status quoted in an error message ("[API Error: 401 ...]", "status 429", '"code":404')."""
-    m = _STATUS_RE.search(text or "")
-    return int(m.group(1)) if m else None
-
-
-# ---------------------------------------------------------------------------------------------
-# describe() and a missing binary
-
-
-@dataclass
-class CliSpec:
-    """What ``describe()`` needs to know about one CLI."""
-
-    label: str  # "Codex"
-    default_binary: str  # "codex"
-    package: str  # "@openai/codex"
-    min_version: str
-    enforces: list[str] = field(default_factory=list)
-    cannot_enforce: list[str] = field(default_factory=list)
-
-
-def describe_cli(spec: CliSpec, profile: Profile, extra_problems: Iterable[str] = ()) -> WorkerInfo:
-    info = WorkerInfo(
-        min_version=spec.min_version,
-        enforces=list(spec.enforces),
-        cannot_enforce=list(spec.cannot_enforce),
-    )
-    info.binary = resolve_binary(profile.binary, spec.default_binary)
-    if not info.binary:
-        info.problems.append(
-            f"{spec.label} not found: {profile.binary or spec.default_binary} "
-            f"(npm install -g {spec.package}@{spec.min_version}, or set binary = \"/path/to/{spec.default_binary}\")"
-        )
-    else:
-        info.version = cli_version(info.binary)
-        if not info.version:
-            info.problems.append(f"could not run `{info.binary} --version`")
-        elif version_tuple(info.version) < version_tuple(spec.min_version):
-            info.problems.append(f"{spec.label} {info.version} is older than {spec.min_version}")
-    if not profile.model:
-        info.problems.append("set model = ... (the model id at the profile's endpoint)")
-    if not profile.api_key_env:
-        info.problems.append(
-            f"set api_key_env = \"...\": bosun runs {spec.label} with its own per-run configuration, "
-            "so your interactive login is not used"
-        )
-    info.problems.extend(extra_problems)
-    return info
-
-
-def missing_binary(ctx: WorkerContext, spec: CliSpec) -> WorkerResult:
-    msg = (
-        f"{spec.label} not found ({ctx.profile.binary or spec.default_binary}); "
-        f"install {spec.package} >= {spec.min_version} or set binary = ... in the profile"
-    )
-    ctx.emit(ev_error(msg, ErrorClass.permanent))
-    return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
-
-
-def profile_key(ctx: WorkerContext) -> str | None:
-    """The value of the profile's key variable, from the worker env (never from bosun's own env)."""
-    name = ctx.profile.api_key_env
-    return ctx.env.get(name) if name else None
-
-
-def load_usage_total(path: Path, session_id: str | None) -> Usage | None:
-    """The cumulative usage bosun already counted for ``session_id`` (CLIs that report session totals)."""
-    if not session_id:
-        return None
-    try:
-        saved = json.loads(path.read_text())[session_id]
-        return Usage(**{k: int(saved.get(k) or 0) for k in _USAGE_KEYS})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def save_usage_total(path: Path, session_id: str | None, total: Usage) -> None:
-    if not session_id:
-        return
-    try:
-        saved = json.loads(path.read_text())
-        if not isinstance(saved, dict):
-            saved = {}
-    except (OSError, ValueError):
-        saved = {}
-    saved[session_id] = {k: getattr(total, k) for k in _USAGE_KEYS}
-    try:
-        write_text_atomic(path, json.dumps(saved))
-    except OSError:
-        pass
-
-
-_USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +125,7 @@ def _is_api_error_text(content: Any) -> bool:
     return block.get("type") == "text" and bool(_API_ERROR_RE.match(str(block.get("text") or "")))
 
 
-class SdkStreamParser:
+class SdkStreamParser(JsonLinesParser):
     """Maps Claude Code / Qwen Code stream-json lines to normalized events (see the module docstring)."""
 
     def __init__(
@@ -302,7 +138,7 @@ class SdkStreamParser:
         # new total to save for the next resume.
         self.baseline = baseline
         self.session_total: Usage | None = None
-        self.state = ParseState()
+        super().__init__()
         self.tool_names: dict[str, str] = {}
         self.msg_usage: dict[str, Usage] = {}
         self.emitted = Usage()
@@ -310,23 +146,10 @@ class SdkStreamParser:
         self.result_ids: set[str] = set()
         self.last_text: str | None = None
         self.retries: list[str] = []
-        self.other: list[str] = []  # non-JSON lines, for error messages
         self.saw_result = False
 
     # -- entry point -----------------------------------------------------------------------------
-    def feed(self, line: str) -> list[dict[str, Any]]:
-        line = line.strip()
-        if not line:
-            return []
-        obj: Any = None
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                obj = None
-        if not isinstance(obj, dict):
-            self.other = (self.other + [line[:500]])[-20:]
-            return []
+    def on_object(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         sid = obj.get("session_id")
         if sid and self.state.session_id is None:
@@ -361,7 +184,7 @@ class SdkStreamParser:
             return [
                 ev_error(
                     msg,
-                    error_class_for(status, what.replace("_", " ")),
+                    classify_http(status, what.replace("_", " ")),
                     retryable=True,
                     retry_after_s=round(float(delay) / 1000, 3) if isinstance(delay, int | float) else None,
                 )
@@ -457,7 +280,7 @@ class SdkStreamParser:
             out.append(ev_tool_result(d.get("tool_name"), False, d.get("tool_input"), call_id or None, denied=True))
         if isinstance(obj.get("usage"), dict):
             total = sdk_usage(obj["usage"], self.input_includes_cache)
-            self.session_total = Usage(**{k: getattr(total, k) for k in _USAGE_KEYS})
+            self.session_total = usage_copy(total)
             if self.baseline is not None:
                 total = _minus(total, self.baseline)
             cost = obj.get("total_cost_usd")
@@ -486,7 +309,7 @@ class SdkStreamParser:
         elif subtype == "error_max_budget_usd":
             cls = ErrorClass.quota
         else:
-            cls = error_class_for(status, text)
+            cls = classify_http(status, text)
         shown = text if status is None or str(status) in text else f"{text} (HTTP {status})"
         ev = note_error(self.state, shown, cls)
         retry = parse_retry_after(text)
@@ -502,7 +325,8 @@ class SdkStreamParser:
         self.state.usage.add(delta)
         return ev_usage(delta)
 
-    def finish(self) -> None:
+    def finish(self) -> list[dict[str, Any]]:
         """After the process ended: the final text when no result event came (killed, crashed)."""
         if self.state.final_text is None and not self.saw_result:
             self.state.final_text = self.last_text
+        return []

@@ -1,7 +1,7 @@
 """Reasoning effort: the levels a profile may ask for, the levels each CLI and model accepts, snapping.
 
 A profile's ``effort`` is one word of one ordered scale. CLIs spell the setting differently and accept
-different subsets (Claude Code: low..max; Codex: none..xhigh), and some model
+different subsets (Claude Code: low..max; Codex: none..xhigh; Pi: none..high), and some model
 families accept fewer still. A level the CLI or the model does not accept is snapped to the nearest
 level it does (a tie goes to the cheaper one) and the run records a warning saying so: a request the
 CLI would reject or silently ignore never reaches it. For a model bosun knows nothing about, only the
@@ -19,6 +19,9 @@ SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 CLI_LEVELS: dict[str, tuple[str, ...]] = {
     "claude": ("low", "medium", "high", "xhigh", "max"),
     "codex": ("none", "minimal", "low", "medium", "high", "xhigh"),
+    "pi": ("none", "minimal", "low", "medium", "high"),  # Pi sends xhigh as high for models it does not know
+    "opencode": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+    "kilo": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
 }
 
 # Model families whose accepted levels are published; first matching glob wins (lower-cased names).
@@ -80,10 +83,17 @@ def choose(adapter: str, model: str | None, requested: str | None) -> EffortChoi
                                           f"(accepted: {', '.join(legal)}); using {level!r}")
 
 
-def cli_args(adapter: str, level: str) -> list[str]:
-    """The argv that tells the CLI the level."""
+def cli_args(adapter: str, level: str, own_endpoint: bool = False) -> list[str]:
+    """The argv that tells the CLI the level. OpenCode and Kilo take it from the model's options in
+    the config bosun writes when the profile names its own endpoint (``own_endpoint``); with the
+    CLI's own providers it is a ``--variant``. Pi also needs the model marked as reasoning (its
+    models.json)."""
     if adapter == "claude":
         return ["--effort", level]
     if adapter == "codex":
         return ["-c", f'model_reasoning_effort="{level}"']
+    if adapter == "pi":
+        return ["--thinking", "off" if level == "none" else level]
+    if adapter in ("opencode", "kilo"):
+        return [] if own_endpoint else ["--variant", level]
     return []

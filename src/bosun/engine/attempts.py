@@ -190,7 +190,8 @@ def with_effort(profile: Profile, emit: Callable[[dict[str, Any]], None]) -> Pro
     if choice.level is None:
         return profile
     return profile.model_copy(update={"effort": choice.level,
-                                      "extra_args": [*effort.cli_args(profile.adapter, choice.level), *profile.extra_args]})
+                                      "extra_args": [*effort.cli_args(profile.adapter, choice.level, bool(profile.base_url)),
+                                                     *profile.extra_args]})
 
 
 def _missing_key(profile: Profile) -> str | None:

@@ -185,7 +185,9 @@ def build_opencode_config(
                 "npm": AI_SDK_PACKAGES.get(profile.api, AI_SDK_PACKAGES[None]),
                 "name": f"bosun profile {profile.name}" if profile.name else "bosun",
                 "options": options,
-                "models": {model_id: {"name": model_id, "tool_call": True, "limit": limit}},
+                "models": {model_id: {"name": model_id, "tool_call": True, "limit": limit,
+                                      # the AI SDK sends it as the request's reasoning effort
+                                      **({"options": {"reasoningEffort": profile.effort}} if profile.effort else {})}},
             }
         }
         cfg["enabled_providers"] = [provider_id]

@@ -95,6 +95,8 @@ _STATUS_RE = re.compile(r"^\s*(\d{3})\b")
 def pi_models_config(profile: Profile, provider_id: str = PROVIDER_ID) -> dict[str, Any]:
     model = profile.model or "default"
     entry: dict[str, Any] = {"id": model, "name": model, "contextWindow": 128000, "maxTokens": profile.max_tokens or 8192}
+    if profile.effort:
+        entry["reasoning"] = True  # Pi sends --thinking's level only for a model marked as reasoning
     provider: dict[str, Any] = {
         "baseUrl": profile.base_url,
         "api": PI_API.get(profile.api, PI_API[None]),

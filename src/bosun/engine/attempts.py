@@ -132,18 +132,19 @@ def provider_ports(profile: Profile) -> tuple[int, ...]:
 
 def worker_confinement(
     run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
-    connect_ports: tuple[int, ...] | None = None,
+    connect_ports: tuple[int, ...] | None = None, caches: tuple[Path, ...] = (),
 ) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
     repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
     records or other runs, not the user's HOME. ``read_only`` (explore and review modes, review
     turns): not the worktree either. ``private_reads``: no reading the user's repository outside
     the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
-    TMPDIR, git guard and task file."""
+    TMPDIR, git guard and task file. ``caches``: the profile's CLI caches kept across runs
+    (workers/cli_cache.py), which the CLI itself writes."""
     from bosun.sandbox import Confinement
 
     worktree = Path(run["worktree"])
-    own = (home, tmp)
+    own = (home, tmp, *caches)
     writable = own if read_only else (worktree, *own)
     if not private_reads:
         return Confinement(writable=writable, connect_ports=connect_ports)
@@ -310,7 +311,8 @@ def run_attempts(
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
                 on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
                 confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,
-                                           provider_ports(profile) if settings.network == "provider-only" else None)
+                                           provider_ports(profile) if settings.network == "provider-only" else None,
+                                           caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
                 if confined else None,
             )
             result = meter.settle(worker.run(wctx), run)

@@ -77,6 +77,10 @@ class CliWorker:
     def problems(self, profile: Profile) -> list[str]:
         return []
 
+    def cache_dirs(self, profile: Profile) -> list[Path]:
+        """Directories the CLI keeps across runs of this profile (writable under the sandbox)."""
+        return []
+
     def binary(self, profile: Profile) -> str | None:
         """The program to run: the profile's ``binary``, else the spec's on PATH or among the pinned CLIs."""
         return resolve_binary(profile.binary, self.spec.default_binary)

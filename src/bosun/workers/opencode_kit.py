@@ -46,6 +46,7 @@ from bosun.workers.base import (
 )
 from bosun.workers.classify import classify_http, classify_text, parse_retry_after
 from bosun.workers.cli_base import note_error
+from bosun.workers.cli_cache import profile_cache, tidy
 from bosun.workers.cli_worker import CliWorker, either
 from bosun.workers.jsonlines import JsonLinesParser
 from bosun.workers.policy import SHELL_DENY, SHELL_TEXT_RULES
@@ -457,7 +458,19 @@ class OpenCodeFamilyWorker(CliWorker):
     def build_env(self, ctx: WorkerContext) -> dict[str, str]:
         env = opencode_env(ctx.env, self.config(ctx), prefix=self.env_prefix)
         env.update(self.extra_env())
+        # The CLI's global config dir only ever receives its own plugin-dependency install (bosun's
+        # config arrives in the environment) and its cache dir holds downloads: both are the
+        # profile's, kept across runs, so the install happens once rather than at every start.
+        cache = profile_cache(ctx.profile)
+        config_home, cache_home = cache / "config", cache / "cache"
+        tidy(config_home / self.log_name)
+        for directory in (config_home, cache_home):
+            directory.mkdir(parents=True, exist_ok=True)
+        env.update(XDG_CONFIG_HOME=str(config_home), XDG_CACHE_HOME=str(cache_home))
         return env
+
+    def cache_dirs(self, profile: Profile) -> list[Path]:
+        return [profile_cache(profile)]
 
     def make_parser(self, ctx: WorkerContext) -> OpenCodeParser:
         return OpenCodeParser()

@@ -74,7 +74,7 @@ def test_acp_agent_fixes_the_bug(cli, repo, task_file, opencode):
         tools = srv.requests[-1]["tools"]
         assert not srv.errors, srv.errors
     assert code == 0, res
-    assert res["state"] == "reported", res
+    assert res["state"] == "cleaned", res
     assert "return a + b" in (repo / "src" / "calc.py").read_text()
     assert res["final_message"] == "Fixed add() in src/calc.py."
     assert res["usage"]["input_tokens"] > 0, res["usage"]

@@ -70,3 +70,25 @@ async def wait_done(session: ClientSession, run_id: str, rounds: int = 6) -> dic
         if out["done"]:
             return out
     raise AssertionError(f"run {run_id} not done after {rounds} waits: {out}")
+
+
+# -- real parents (Claude Code, Codex) --------------------------------------------------------------
+PARENT_TASK = {"title": "Fix add()", "prompt": "add() in src/calc.py subtracts; make it add. Do not touch the tests.",
+               "verify": [f"{sys.executable} -m pytest -q tests"], "locked": ["tests/**"], "timeout_s": 240}
+SERVER_ENV_KEYS = ("BOSUN_HOME", "BOSUN_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+                   "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_CONFIG_NOSYSTEM", "PATH")
+
+
+def opencode_worker_profile(worker_base_url: str, opencode: str, key_env: str) -> None:
+    """The user config a parent's delegations run with: profile ``oc``, a real OpenCode."""
+    Path(os.environ["BOSUN_CONFIG"]).write_text(
+        f'[profiles.oc]\nadapter = "opencode"\nmodel = "mock-model"\nbase_url = "{worker_base_url}"\n'
+        f'api_key_env = "{key_env}"\nbinary = "{opencode}"\ntimeout_s = 240\n')
+
+
+def parent_server_env(parent_agent: str, key_env: str, **extra: str) -> dict[str, str]:
+    """The environment the host starts `bosun mcp` with: the test's isolated bosun and git."""
+    env = {k: os.environ[k] for k in SERVER_ENV_KEYS}
+    env.update(PYTHONPATH=str(ROOT / "src"), PARENT_AGENT=parent_agent, **extra)
+    env[key_env] = "dummy"
+    return env

@@ -18,8 +18,9 @@ import pytest
 
 from bosun.replay import ReplayServer
 from bosun.workers.claude import QUIET_ENV
-from tests.conftest import ROOT, git
+from tests.conftest import git
 from tests.e2e.cli_support import cli_binary
+from tests.e2e.mcp_support import PARENT_TASK, opencode_worker_profile, parent_server_env
 from tests.e2e.worker_support import FIX_SCRIPT, KEY_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
@@ -32,11 +33,8 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     claude = cli_binary("claude")
     worker_model = ReplayServer(FIX_SCRIPT, log_path=tmp_path / "worker-model.jsonl")
     worker_model.start()
-    Path(os.environ["BOSUN_CONFIG"]).write_text(
-        f'[profiles.oc]\nadapter = "opencode"\nmodel = "mock-model"\nbase_url = "{worker_model.base_url("opencode")}"\n'
-        f'api_key_env = "{KEY_ENV}"\nbinary = "{cli_binary("opencode")}"\ntimeout_s = 240\n')
-    task = {"title": "Fix add()", "prompt": "add() in src/calc.py subtracts; make it add. Do not touch the tests.",
-            "verify": [f"{sys.executable} -m pytest -q tests"], "locked": ["tests/**"], "timeout_s": 240}
+    opencode_worker_profile(worker_model.base_url("opencode"), cli_binary("opencode"), KEY_ENV)
+    task = PARENT_TASK
     script = {
         "turns": [
             {"call": "mcp__bosun__delegate", "args": {"task": task, "profile": "oc"}},
@@ -49,11 +47,7 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
         "consume_toolless": False,
     }
     config_dir = tmp_path / "claude-config"
-    server_env = {k: os.environ[k] for k in ("BOSUN_HOME", "BOSUN_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME",
-                                             "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-                                             "GIT_CONFIG_NOSYSTEM", "PATH")}
-    server_env.update(PYTHONPATH=str(ROOT / "src"), PARENT_AGENT="claude-code", CLAUDE_CONFIG_DIR=str(config_dir))
-    server_env[KEY_ENV] = "dummy"
+    server_env = parent_server_env("claude-code", KEY_ENV, CLAUDE_CONFIG_DIR=str(config_dir))
     mcp_config = tmp_path / "mcp.json"
     mcp_config.write_text(json.dumps({"mcpServers": {"bosun": {
         "command": sys.executable, "args": ["-m", "bosun", "mcp"], "env": server_env}}}))

@@ -19,8 +19,9 @@ import pytest
 from bosun.replay import ReplayServer
 from bosun.replay.toolmap import result_object
 from bosun.skills.install import codex_toml
-from tests.conftest import ROOT, git
+from tests.conftest import git
 from tests.e2e.cli_support import cli_binary
+from tests.e2e.mcp_support import PARENT_TASK, opencode_worker_profile, parent_server_env
 from tests.e2e.worker_support import FIX_SCRIPT, KEY_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.cli]
@@ -36,11 +37,8 @@ def test_codex_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     codex = cli_binary("codex")
     worker_model = ReplayServer(FIX_SCRIPT, log_path=tmp_path / "worker-model.jsonl")
     worker_model.start()
-    Path(os.environ["BOSUN_CONFIG"]).write_text(
-        f'[profiles.oc]\nadapter = "opencode"\nmodel = "mock-model"\nbase_url = "{worker_model.base_url("opencode")}"\n'
-        f'api_key_env = "{KEY_ENV}"\nbinary = "{cli_binary("opencode")}"\ntimeout_s = 240\n')
-    task = {"title": "Fix add()", "prompt": "add() in src/calc.py subtracts; make it add. Do not touch the tests.",
-            "verify": [f"{sys.executable} -m pytest -q tests"], "locked": ["tests/**"], "timeout_s": 240}
+    opencode_worker_profile(worker_model.base_url("opencode"), cli_binary("opencode"), KEY_ENV)
+    task = PARENT_TASK
     script = {
         "turns": [
             {"call": "mcp__bosun__delegate", "args": {"task": task, "profile": "oc"}},
@@ -51,11 +49,7 @@ def test_codex_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
         ],
         "consume_toolless": False,
     }
-    server_env = {k: os.environ[k] for k in ("BOSUN_HOME", "BOSUN_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME",
-                                             "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-                                             "GIT_CONFIG_NOSYSTEM", "PATH")}
-    server_env.update(PYTHONPATH=str(ROOT / "src"), PARENT_AGENT="codex")
-    server_env[KEY_ENV] = "dummy"
+    server_env = parent_server_env("codex", KEY_ENV)
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
     before_head = git(repo, "rev-parse", "HEAD").strip()

@@ -149,7 +149,7 @@ def _ctx() -> Any:
 
 
 def _checked(args: argparse.Namespace) -> str:
-    from bosun.plans.runner import check_plan_id
+    from bosun.plans.ids import check_plan_id
 
     return check_plan_id(args.plan_id)
 
@@ -216,7 +216,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from bosun.cli.dispatch import emit_json
     from bosun.errors import EXIT_BAD_INPUT, EXIT_OK, BosunError
     from bosun.plans.model import load_plan_file
-    from bosun.plans.runner import profile_problems
+    from bosun.plans.preflight import profile_problems
     from bosun.plans.validate import check_plan
 
     try:
@@ -288,8 +288,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _drive_existing(args: argparse.Namespace, fixed_path: str | None, resume: bool) -> int:
+    from bosun.plans.control import continue_plan
     from bosun.plans.model import load_plan_file
-    from bosun.plans.runner import continue_plan
 
     plan_id = _checked(args)
     fixed = load_plan_file(fixed_path) if fixed_path else None
@@ -373,7 +373,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
 
 def _cmd_cancel(args: argparse.Namespace) -> int:
     from bosun.errors import EXIT_OK
-    from bosun.plans.runner import cancel_plan
+    from bosun.plans.control import cancel_plan
 
     ctx = _ctx()
     return _finish(args, ctx, cancel_plan(ctx, _checked(args)), EXIT_OK)
@@ -381,7 +381,7 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
 
 def _cmd_abort(args: argparse.Namespace) -> int:
     from bosun.errors import EXIT_OK
-    from bosun.plans.runner import abort_plan
+    from bosun.plans.control import abort_plan
 
     ctx = _ctx()
     return _finish(args, ctx, abort_plan(ctx, _checked(args)), EXIT_OK)

@@ -279,7 +279,7 @@ def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | N
     from bosun.fileio import write_text_atomic
     from bosun.paths import bosun_home
     from bosun.plans.model import load_plan_file, parse_plan
-    from bosun.plans.runner import profile_problems
+    from bosun.plans.preflight import profile_problems
     from bosun.plans.validate import PlanInvalid, validated
     from bosun.store.plans import PlanStore
 
@@ -319,7 +319,7 @@ def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | N
 
 
 def plan_status(c: Any, plan_id: Any) -> dict[str, Any]:
-    from bosun.plans.runner import check_plan_id
+    from bosun.plans.ids import check_plan_id
     from bosun.plans.status import plan_result
     from bosun.store.plans import PlanStore
 

@@ -19,7 +19,7 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
     from pathlib import Path
 
     from bosun.plans import integration as gi
-    from bosun.plans.runner import driver_alive, plan_dir
+    from bosun.plans.ids import driver_alive, plan_dir
     from bosun.store.plans import PlanStore
 
     ps = PlanStore(store)

@@ -1,0 +1,58 @@
+"""The engine's verbs as a plan applies them to its task runs, and the priority of its book-keeping threads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from bosun.engine import states
+from bosun.errors import BosunError
+from bosun.store.db import Store
+
+
+def discard_run(ctx: Any, run_id: str, report: bool = True) -> None:
+    """Remove a run's worktree and branch, keeping its record (and its diff, as final.patch)."""
+    from bosun.engine import lifecycle
+
+    run = ctx.store.get_run(run_id)
+    if run is None or run["state"] == states.CLEANED:
+        return
+    try:
+        if run["state"] == states.WORKING:
+            lifecycle.cancel(ctx, run_id)
+        elif report and states.can_transition(run["state"], states.REPORTED):
+            lifecycle.report(ctx, run_id)
+        lifecycle.cleanup(ctx, run_id, force=True)
+    except BosunError:
+        pass
+
+
+def lower_priority() -> None:
+    """Run this thread (and the git processes it starts) at a lower CPU priority: book-keeping that
+    is off the critical path (reports, clean-ups, landing commits) yields to the tasks' own steps."""
+    if not sys.platform.startswith("linux"):
+        return  # elsewhere PRIO_PROCESS with a thread id would name a process, not this thread
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        pass
+
+
+def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
+    """Background: report a merged run and remove its worktree (its work is in the integration branch)."""
+    from bosun.engine import lifecycle
+
+    store = Store(db_path)
+    try:
+        ctx = lifecycle.Ctx(store, overrides)
+        run = store.get_run(run_id)
+        if run and run["state"] == states.INTEGRATED:
+            lifecycle.report(ctx, run_id)
+        lifecycle.cleanup(ctx, run_id)
+    except BosunError:
+        pass
+    finally:
+        store.close()

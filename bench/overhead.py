@@ -241,7 +241,7 @@ def time_imports(env: dict[str, str], runs: int = 7) -> float:
     """A fresh interpreter importing every module a delegate loads (the CLI's fixed cost)."""
     code = (
         "import bosun.cli.main, bosun.cli.handlers, bosun.contract, bosun.engine.lifecycle, "
-        "bosun.engine.attempts, bosun.engine.gating, bosun.gates, bosun.report, bosun.verification, "
+        "bosun.engine.attempts, bosun.engine.gating, bosun.gates, bosun.engine.run_report, bosun.verification, "
         "bosun.workers.command, bosun.isolation.worktree, bosun.isolation.guard, bosun.engine.routing"
     )
     times = []

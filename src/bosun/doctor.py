@@ -1,15 +1,16 @@
-"""`bosun doctor` and `bosun workers`: is the set-up usable, and what can each worker enforce?"""
+"""`bosun doctor` and `bosun workers`: is the set-up usable, and what can each worker enforce?
+
+What they find; :mod:`bosun.cli.views` prints it.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from bosun.errors import EXIT_ERROR, EXIT_OK, BosunError
+from bosun.errors import BosunError
 
 
 def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
@@ -94,20 +95,6 @@ def sandbox_report(setting: str | None) -> dict[str, Any]:
     return report
 
 
-def _describe_sandbox(sb: dict[str, Any]) -> str:
-    if sb["mechanism"] == "none":
-        what = "NOT enforced: the kernel has no Landlock, workers can write wherever your user can"
-    elif not sb["enforced"]:
-        what = f"off by setting (this kernel could enforce Landlock ABI {sb['abi']})"
-    else:
-        what = (f"Landlock ABI {sb['abi']}: workers write only in their worktree, HOME and TMPDIR; "
-                f"network rules: {'available' if sb['network'] != 'not enforced' else 'not enforced'}")
-    containment = ("every process a worker starts is killed when its step ends (child subreaper)"
-                   if sb["containment"] == "subreaper" else "not enforced")
-    need = "" if sb["ok"] else "\n  problem: sandbox = \"required\" and this kernel cannot enforce it"
-    return f"sandbox ({sb['setting'] or 'auto'}): {what}\nprocess containment: {containment}{need}\n"
-
-
 def _check_adapter(name: str) -> dict[str, Any]:
     from bosun.config import Profile
     from bosun.workers.registry import get_worker
@@ -138,48 +125,10 @@ def _version_ok(version: str | None, minimum: str | None) -> bool | None:
     return version_tuple(version) >= version_tuple(minimum)
 
 
-def run_doctor(repo: Path, only: str | None, probe: bool, as_json: bool) -> int:
-    report = gather(repo, only, probe)
-    ok = (report["git"] and not report["config_error"] and all(p["usable"] for p in report["profiles"])
-          and report["sandbox"]["ok"])
-    if as_json:
-        import json
-
-        sys.stdout.write(json.dumps({**report, "ok": bool(ok)}) + "\n")
-        return EXIT_OK if ok else EXIT_ERROR
-    out = sys.stdout.write
-    out(f"git: {report['git'] or 'NOT FOUND (bosun needs git)'}\n")
-    if report["config_error"]:
-        out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
-    out(_describe_sandbox(report["sandbox"]))
-    out("adapters:\n")
-    for a in report["adapters"]:
-        if not a.get("available"):
-            out(f"  {a['adapter']:<9} not available in this build\n")
-            continue
-        if a.get("cli_found") is None:
-            out(f"  {a['adapter']:<9} built in\n")
-        elif a["cli_found"]:
-            warn = "" if a.get("version_ok") is not False else f"  (older than the minimum {a['min_version']})"
-            out(f"  {a['adapter']:<9} {a['binary']} {a.get('version') or '?'}{warn}\n")
-        else:
-            out(f"  {a['adapter']:<9} CLI not found (supported from {a.get('min_version') or '?'})\n")
-            continue  # what a CLI that is not installed cannot enforce is noise
-        for rule in a.get("cannot_enforce", []):
-            out(f"            cannot enforce: {rule}\n")
-    if not report["profiles"] and not report["config_error"]:
-        out("profiles: none configured; add [profiles.NAME] to bosun.toml (see README)\n")
-    for p in report["profiles"]:
-        out(f"profile {p['profile']} ({p['adapter']}{', ' + p['model'] if p.get('model') else ''}): "
-            f"{'usable' if p['usable'] else 'NOT usable'}\n")
-        for prob in p.get("problems", []):
-            out(f"  problem: {prob}\n")
-        if p.get("binary"):
-            ver = f" {p['version']}" if p.get("version") else ""
-            out(f"  cli: {p['binary']}{ver}" + (f" (min {p['min_version']})" if p.get("min_version") else "") + "\n")
-    for warning in (report.get("skills") or {}).get("warnings", []):
-        out(f"skill: warning: {warning}\n")
-    return EXIT_OK if ok else EXIT_ERROR
+def healthy(report: dict[str, Any]) -> bool:
+    """git found, the config loads, every profile usable, and the sandbox setting met."""
+    return bool(report["git"] and not report["config_error"] and all(p["usable"] for p in report["profiles"])
+                and report["sandbox"]["ok"])
 
 
 def worker_rows(repo: Path) -> list[dict[str, Any]]:
@@ -202,24 +151,3 @@ def worker_rows(repo: Path) -> list[dict[str, Any]]:
             "default": name == settings.default_profile,
         })
     return rows
-
-
-def list_workers(repo: Path, as_json: bool) -> int:
-    rows = worker_rows(repo)
-    if as_json:
-        import json
-
-        sys.stdout.write(json.dumps({"workers": rows}) + "\n")
-        return EXIT_OK
-    if rows:
-        sys.stdout.write(f"{'PROFILE':<14} {'ADAPTER':<9} {'TIER':<9} {'STRENGTHS':<16} RECENT SUCCESS\n")
-    for r in rows:
-        note = ""
-        if r["cooldown_until"]:
-            note = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
-        rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
-        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} {rate}{note}"
-        sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
-    if not rows:
-        sys.stdout.write("no profiles configured\n")
-    return EXIT_OK

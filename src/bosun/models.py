@@ -164,26 +164,3 @@ def _write_cache(key: str, models: list[str]) -> None:
         write_text_atomic(path, json.dumps({"fetched_at": time.time(), "models": models}))
     except OSError:
         pass  # no cache: the next call asks again
-
-
-def print_catalog(doc: dict[str, Any]) -> None:
-    import sys
-
-    out = sys.stdout.write
-    if not doc["profiles"]:
-        out("no profiles configured; add [profiles.NAME] to bosun.toml\n")
-    for e in doc["profiles"]:
-        p = e["prices"]
-        price = f"${p['input']}/{p['cached_input']}/{p['output']} per M in/cached/out" if any(p.values()) else "no prices set"
-        out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
-        efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
-        out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
-        if e["models"] is None:
-            out(f"  {e['error']}\n")
-            continue
-        where = f"{e['source']}" + (" (cached)" if e["cached"] else "")
-        out(f"  {len(e['models'])} model(s) from {where}\n")
-        if e["listed"] is False:
-            out(f"  note: {e['model']} is not in this catalog; check the model name\n")
-        for m in e["models"][:200]:
-            out(f"    {m}{'  <- this profile' if m == e['model'] else ''}\n")

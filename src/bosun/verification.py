@@ -149,3 +149,15 @@ def verify_commit(
         shutil.rmtree(workdir / "verify-home", ignore_errors=True)
     result["commit"] = commit
     return result
+
+
+def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
+    """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
+    being verified and the verification's own HOME. None when the sandbox is off or unavailable
+    (``required`` already refused the run before its worker started)."""
+    from bosun.config import load_settings
+    from bosun.sandbox import Confinement, probe
+
+    if load_settings(repo).sandbox == "off" or probe().mechanism == "none":
+        return None
+    return Confinement(writable=(workdir, home))

@@ -46,3 +46,17 @@ def test_fast_paths_import_nothing_heavy(args, tmp_path):
     heavy = {"typing", "shutil", "platformdirs", "pydantic", "rich", "yaml", "httpx", "dataclasses", "inspect",
              "bosun.gates", "threading"}
     assert not modules & heavy, sorted(modules & heavy)
+
+
+def test_the_verb_table_names_every_verb_and_plan_verb_and_each_handler_exists():
+    import argparse
+
+    from bosun.cli.dispatch import HANDLERS, PLAN_SUBCOMMANDS, handler_for
+
+    plan = _choices(build_parser())["plan"]
+    plan_verbs = next(a for a in plan._actions if a.dest == "plan_command").choices
+    assert tuple(plan_verbs) == PLAN_SUBCOMMANDS
+    assert {v for v in HANDLERS if not v.startswith("plan ")} == set(VERBS) - {"plan"}
+    for verb in HANDLERS:
+        command, _, sub = verb.partition(" ")
+        assert callable(handler_for(argparse.Namespace(command=command, plan_command=sub or None)))

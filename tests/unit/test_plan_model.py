@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bosun.errors import BadInput
-from bosun.plans.model import PLAN_TRANSITIONS, check_plan_transition, load_plan_file, parse_plan
+from bosun.plan_states import PLAN_TRANSITIONS, check_plan_transition
+from bosun.plans.model import load_plan_file, parse_plan
 
 
 def doc(*tasks: dict, **head: object) -> dict:

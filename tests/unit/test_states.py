@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bosun.engine import states as S
+from bosun import states as S
 from bosun.errors import InvalidTransition
 
 state = st.sampled_from(S.STATES)

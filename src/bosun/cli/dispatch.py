@@ -1,16 +1,38 @@
-"""One boundary: call the handler for a verb, turn a BosunError into a message and an exit code."""
+"""The one CLI boundary: find the verb's handler in the one verb table, run it, and turn a
+``BosunError`` into a message and a hint (or one JSON object) and an exit code."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED, BosunError
+from bosun.cli.render import emit_json, print_error
+from bosun.errors import BadInput, BosunError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+# Every verb, plan verbs included, and the function that runs it ("module:function" under bosun.cli),
+# imported only when its verb runs.
+HANDLERS = {
+    "delegate": "handlers:cmd_delegate", "check": "handlers:cmd_check", "prepare": "handlers:cmd_prepare",
+    "work": "handlers:cmd_work", "verify": "handlers:cmd_verify", "approve": "handlers:cmd_approve",
+    "integrate": "handlers:cmd_integrate", "report": "handlers:cmd_report", "cleanup": "handlers:cmd_cleanup",
+    "recover": "handlers:cmd_recover", "cancel": "handlers:cmd_cancel", "discard": "handlers:cmd_discard",
+    "show": "handlers:cmd_show", "diff": "handlers:cmd_diff", "list": "handlers:cmd_list",
+    "doctor": "handlers:cmd_doctor", "workers": "handlers:cmd_workers", "models": "handlers:cmd_models",
+    "schema": "handlers:cmd_schema", "template": "handlers:cmd_template", "demo": "handlers:cmd_demo",
+    "replay": "handlers:cmd_replay",
+    "plan check": "plan_cli:cmd_check", "plan run": "plan_cli:cmd_run", "plan status": "plan_cli:cmd_status",
+    "plan list": "plan_cli:cmd_list", "plan watch": "plan_cli:cmd_watch", "plan continue": "plan_cli:cmd_continue",
+    "plan resume": "plan_cli:cmd_resume", "plan cancel": "plan_cli:cmd_cancel", "plan abort": "plan_cli:cmd_abort",
+    "mcp": "parents_cli:cmd_mcp", "skill": "parents_cli:cmd_skill", "watch": "parents_cli:cmd_watch",
+    "savings": "parents_cli:cmd_savings",
+    "history": "insight_cli:cmd_history", "dash": "insight_cli:cmd_dash",
+}
+PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("plan "))
 
 # The run result's keys (docs/cli.md), null when an error comes before there is a run.
 NULL_RESULT_KEYS = (
@@ -20,11 +42,45 @@ NULL_RESULT_KEYS = (
 )
 
 
-def emit_json(obj: Any) -> None:
-    from bosun.redaction import redact
+def handler_for(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]:
+    verb = args.command
+    if verb == "plan":
+        if not getattr(args, "plan_command", None):
+            raise BadInput("usage: bosun plan {" + ",".join(PLAN_SUBCOMMANDS) + "} ...",
+                           "`bosun plan --help` describes each")
+        verb = f"plan {args.plan_command}"
+    module, function = HANDLERS[verb].split(":")
+    found: Callable[[argparse.Namespace], int] = getattr(
+        __import__(f"bosun.cli.{module}", fromlist=[function]), function)
+    return found
 
-    sys.stdout.write(json.dumps(redact(json.loads(json.dumps(obj, default=str)))) + "\n")
-    sys.stdout.flush()
+
+def dispatch(args: argparse.Namespace) -> int:
+    as_json = getattr(args, "json", False)
+    try:
+        return handler_for(args)(args)
+    except BosunError as err:
+        if as_json:
+            emit_json(error_result(args, err))
+        else:
+            print_error(err, "the plan has" if args.command == "plan" else "")
+        return err.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(interrupted_message(args) + "\n")
+        return 130
+
+
+def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
+    """The one JSON object of a verb that failed: the run's (or plan's) result with the error in it."""
+    if args.command == "plan":
+        from bosun.cli.plan_cli import error_result as plan_error_result
+
+        return plan_error_result(args, err)
+    out = error_json(err, _run_for_error(args))
+    problems = getattr(err, "problems", None)
+    if problems is not None:
+        out["problems"] = [p.to_dict() for p in problems]
+    return out
 
 
 def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -37,57 +93,6 @@ def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, 
     out["files_changed"] = 0
     out["error"] = err.to_dict()
     return out
-
-
-def print_error(err: BosunError) -> None:
-    from bosun.redaction import redact_text
-
-    problems = getattr(err, "problems", None)
-    if problems and len(problems) > 1:
-        print_problems(problems)
-        return
-    sys.stderr.write(f"bosun: error: {redact_text(err.message)}\n")
-    if err.hint:
-        sys.stderr.write(f"  hint: {redact_text(err.hint)}\n")
-
-
-def print_problems(problems: list[Any], what: str = "") -> None:
-    """Every problem with its own hint (a task, a plan, a pre-flight check: all of them at once)."""
-    n = len(problems)
-    sys.stderr.write(f"bosun: error: {what or 'found'} {n} problem{'s' if n != 1 else ''}:\n")
-    for p in problems:
-        sys.stderr.write(f"  {p.code}: {p.message}\n")
-        if p.hint:
-            sys.stderr.write(f"    hint: {p.hint}\n")
-
-
-def problems_json(err: BosunError) -> list[dict[str, Any]] | None:
-    problems = getattr(err, "problems", None)
-    return None if problems is None else [p.to_dict() for p in problems]
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    from bosun.cli import handlers
-
-    handler = getattr(handlers, "cmd_" + args.command.replace("-", "_"))
-    as_json = getattr(args, "json", False)
-    try:
-        code: int = handler(args)
-        return code
-    except BosunError as err:
-        if as_json:
-            run = _run_for_error(args)
-            out = error_json(err, run)
-            problems = problems_json(err)
-            if problems is not None:
-                out["problems"] = problems
-            emit_json(out)
-        else:
-            print_error(err)
-        return err.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write(interrupted_message(args) + "\n")
-        return 130
 
 
 def interrupted_message(args: argparse.Namespace) -> str:
@@ -112,11 +117,4 @@ def _run_for_error(args: argparse.Namespace) -> dict[str, Any] | None:
         check_run_id(run_id)
         return open_store().get_run(run_id)
     except BosunError:
-        return None
-
-
-def exit_for_state(state: str) -> int:
-    """The exit code of a verb that ends with the run in ``state`` (README "Exit codes")."""
-    if state == "rejected":
-        return EXIT_REJECTED
-    return EXIT_ERROR if state in ("failed", "cancelled") else EXIT_OK
+        return None  # no run to show (a bad id, or no store): the error alone is the answer

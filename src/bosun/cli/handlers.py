@@ -1,4 +1,7 @@
-"""Handlers for each verb: parse arguments into core calls and render the result."""
+"""Handlers of the run verbs and the set-up verbs: arguments into core calls, the result rendered.
+
+``cli/dispatch.py`` holds the table of every verb's handler, these and those of the other cli modules.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from bosun.cli.dispatch import emit_json, exit_for_state
-from bosun.cli.parents_cli import cmd_mcp, cmd_savings, cmd_skill, cmd_watch  # noqa: F401 - verbs for parents
+from bosun.cli.render import emit_json, exit_for_state
 from bosun.errors import EXIT_OK, BadInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
@@ -253,7 +255,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise BadInput(f"run {run['id']} has no verified diff yet", "run `bosun verify` first")
     text = path.read_text("utf-8", "replace")
     if args.json:
-        from bosun.report import diff_stats
+        from bosun.engine.run_report import diff_stats
 
         emit_json({"id": run["id"], "diff_sha256": run["diff_sha256"], "stats": diff_stats(text), "diff": None if args.stat else text})
         return EXIT_OK
@@ -271,7 +273,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from bosun.store.db import open_store
 
     if args.state:
-        from bosun.engine.states import STATES
+        from bosun.states import STATES
 
         if args.state not in STATES:
             raise BadInput(f"unknown state {args.state!r}", "states: " + ", ".join(STATES))
@@ -306,19 +308,35 @@ def cmd_template(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bosun.doctor import run_doctor
+    from bosun.doctor import gather, healthy
+    from bosun.errors import EXIT_ERROR
 
-    return run_doctor(Path(args.repo), args.profile, args.probe, args.json)
+    report = gather(Path(args.repo), args.profile, args.probe)
+    ok = healthy(report)
+    if args.json:
+        sys.stdout.write(json.dumps({**report, "ok": ok}) + "\n")
+    else:
+        from bosun.cli.views import print_doctor
+
+        print_doctor(report)
+    return EXIT_OK if ok else EXIT_ERROR
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
-    from bosun.doctor import list_workers
+    from bosun.doctor import worker_rows
 
-    return list_workers(Path(args.repo), args.json)
+    rows = worker_rows(Path(args.repo))
+    if args.json:
+        sys.stdout.write(json.dumps({"workers": rows}) + "\n")
+        return EXIT_OK
+    from bosun.cli.views import print_workers
+
+    print_workers(rows)
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from bosun.demo import run_demo
+    from bosun.cli.demo import run_demo
 
     return run_demo(keep=args.keep, as_json=args.json)
 
@@ -331,32 +349,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log, as_json=args.json)
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    from bosun.cli.plan_cli import run_plan_command
 
-    return run_plan_command(args)
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    from bosun.cli.insight_cli import cmd_history as run
-
-    return run(args)
-
-
-def cmd_dash(args: argparse.Namespace) -> int:
-    from bosun.cli.insight_cli import cmd_dash as run
-
-    return run(args)
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     from bosun.config import load_settings
     from bosun.isolation.git import repo_root
-    from bosun.models import catalog, print_catalog
+    from bosun.models import catalog
 
     doc = catalog(load_settings(repo_root(Path(args.repo))), args.profile, refresh=args.refresh)
     if args.json:
         emit_json(doc)
     else:
+        from bosun.cli.views import print_catalog
+
         print_catalog(doc)
     return EXIT_OK

@@ -63,7 +63,7 @@ def _repo_arg(value: str | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from bosun.cli.dispatch import emit_json
+    from bosun.cli.render import emit_json
     from bosun.history import parse_date, search
     from bosun.results import list_item
     from bosun.store.db import open_store

@@ -238,7 +238,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
 
     p = add("list", "list runs, newest first")
     if wanted in ("*", "list"):
-        from bosun.engine.states import STATES
+        from bosun.states import STATES
 
         p.add_argument("--state", choices=STATES, metavar="STATE", help="only runs in this state: " + ", ".join(STATES))
     p.add_argument("--search", metavar="TEXT", help="full-text search in titles and prompts")
@@ -275,7 +275,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     if wanted in ("*", "plan"):
         from bosun.cli.plan_cli import add_plan_parser
 
-        add_plan_parser(sub)
+        add_plan_parser(sub, PLAN_HELP)
     elif wanted is None:
         sub.add_parser("plan", help=PLAN_HELP)
 

@@ -72,7 +72,7 @@ def add_parent_parsers(sub: Any) -> None:
 
 
 def _emit(obj: Any) -> None:
-    from bosun.cli.dispatch import emit_json
+    from bosun.cli.render import emit_json
 
     emit_json(obj)
 

@@ -37,11 +37,9 @@ def _plan_id(p: argparse.ArgumentParser) -> None:
     p.add_argument("plan_id", metavar="PLAN", help="a plan id (see `bosun plan list`)")
 
 
-def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from bosun.cli.main import PLAN_HELP
-
+def add_plan_parser(sub: argparse._SubParsersAction, help: str) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
-        "plan", help=PLAN_HELP, description=PLAN_DESCRIPTION,
+        "plan", help=help, description=PLAN_DESCRIPTION,
         epilog=PLAN_EPILOG,
     )
     psub = p.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
@@ -101,44 +99,27 @@ def add_plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
 # ---------------------------------------------------------------------------------------------
 
 
-def run_plan_command(args: argparse.Namespace) -> int:
-    from bosun.errors import BadInput, BosunError
+def error_result(args: argparse.Namespace, err: Any) -> dict[str, Any]:
+    """The one JSON object of a plan verb that failed: the plan's result (when there is a plan) with the error."""
+    from bosun.errors import BosunError
 
-    cmd = getattr(args, "plan_command", None)
-    if not cmd:
-        raise BadInput("usage: bosun plan {check,run,status,list,watch,continue,resume,cancel,abort} ...",
-                       "`bosun plan --help` describes each")
-    handler = globals()["_cmd_" + cmd]
-    try:
-        code: int = handler(args)
-        return code
-    except BosunError as err:
-        if not getattr(args, "json", False):
-            problems = getattr(err, "problems", None)
-            if problems and len(problems) > 1:
-                _print_problems(problems)
-                return err.exit_code
-            raise
-        from bosun.cli.dispatch import emit_json
+    out: dict[str, Any] = {"id": getattr(args, "plan_id", None) or getattr(args, "_created_plan", None),
+                           "state": None, "error": err.to_dict()}
+    problems = getattr(err, "problems", None)
+    if problems is not None:
+        out["problems"] = [p.to_dict() for p in problems]
+    if out["id"]:
+        try:
+            ctx = _ctx()
+            from bosun.plans.status import plan_result
+            from bosun.store.plans import PlanStore
 
-        out: dict[str, Any] = {"id": getattr(args, "plan_id", None) or getattr(args, "_created_plan", None),
-                               "state": None, "error": err.to_dict()}
-        problems = getattr(err, "problems", None)
-        if problems is not None:
-            out["problems"] = [p.to_dict() for p in problems]
-        if out["id"]:
-            try:
-                ctx = _ctx()
-                from bosun.plans.status import plan_result
-                from bosun.store.plans import PlanStore
-
-                row = PlanStore(ctx.store).get_plan(out["id"])
-                if row is not None:
-                    out = {**plan_result(ctx.store, row), "error": err.to_dict()}
-            except BosunError:
-                pass
-        emit_json(out)
-        return err.exit_code
+            row = PlanStore(ctx.store).get_plan(out["id"])
+            if row is not None:
+                out = {**plan_result(ctx.store, row), "error": err.to_dict()}
+        except BosunError:
+            pass  # no plan to show (no store, or the plan is unreadable): the error alone is the answer
+    return out
 
 
 def _ctx() -> Any:
@@ -160,17 +141,10 @@ def _exit_for(state: str) -> int:
     return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(state, EXIT_ERROR)
 
 
-def _print_problems(problems: list[Any]) -> None:
-    sys.stderr.write(f"bosun: error: the plan has {len(problems)} problem{'s' if len(problems) != 1 else ''}:\n")
-    for p in problems:
-        sys.stderr.write(f"  {p.code}: {p.message}\n")
-        if p.hint:
-            sys.stderr.write(f"    hint: {p.hint}\n")
-
-
 def _finish(args: argparse.Namespace, ctx: Any, row: dict[str, Any], code: int | None = None) -> int:
-    from bosun.cli.dispatch import emit_json
-    from bosun.plans.status import plan_result, print_plan
+    from bosun.cli.render import emit_json
+    from bosun.cli.views import print_plan
+    from bosun.plans.status import plan_result
 
     result = plan_result(ctx.store, row)
     if args.json:
@@ -210,10 +184,10 @@ def _stop_live(live: Any, thread: Any) -> None:
 # -- verbs ----------------------------------------------------------------------------------------
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bosun.cli.dispatch import emit_json
+    from bosun.cli.render import emit_json, print_problems
     from bosun.errors import EXIT_BAD_INPUT, EXIT_OK, BosunError
     from bosun.plans.model import load_plan_file
     from bosun.plans.preflight import profile_problems
@@ -246,7 +220,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for w in plan.warnings:
         sys.stderr.write(f"bosun: warning: {w.message}\n")
     if problems:
-        _print_problems(problems)
+        print_problems(problems, "the plan has")
         return EXIT_BAD_INPUT
     assert waves is not None
     sys.stdout.write(f"plan ok: {plan.title}: {len(plan.tasks)} task(s) in {len(waves)} wave(s)\n")
@@ -255,7 +229,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bosun.plans.model import load_plan_file
@@ -304,15 +278,15 @@ def _drive_existing(args: argparse.Namespace, fixed_path: str | None, resume: bo
     return _finish(args, ctx, row)
 
 
-def _cmd_continue(args: argparse.Namespace) -> int:
+def cmd_continue(args: argparse.Namespace) -> int:
     return _drive_existing(args, args.fixed, resume=False)
 
 
-def _cmd_resume(args: argparse.Namespace) -> int:
+def cmd_resume(args: argparse.Namespace) -> int:
     return _drive_existing(args, None, resume=True)
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     from bosun.errors import EXIT_OK
     from bosun.store.plans import PlanStore
 
@@ -322,10 +296,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return _finish(args, ctx, row, EXIT_OK)
 
 
-def _cmd_list(args: argparse.Namespace) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     import time
 
-    from bosun.cli.dispatch import emit_json
+    from bosun.cli.render import emit_json
     from bosun.errors import EXIT_OK, BadInput
     from bosun.plans.model import PLAN_STATES
     from bosun.store.plans import PlanStore
@@ -347,8 +321,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_watch(args: argparse.Namespace) -> int:
-    from bosun.cli.dispatch import emit_json
+def cmd_watch(args: argparse.Namespace) -> int:
+    from bosun.cli.render import emit_json
     from bosun.errors import EXIT_OK
     from bosun.plans.events import describe, event_json, follow
     from bosun.store.plans import PlanStore
@@ -371,7 +345,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_cancel(args: argparse.Namespace) -> int:
+def cmd_cancel(args: argparse.Namespace) -> int:
     from bosun.errors import EXIT_OK
     from bosun.plans.control import cancel_plan
 
@@ -379,7 +353,7 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
     return _finish(args, ctx, cancel_plan(ctx, _checked(args)), EXIT_OK)
 
 
-def _cmd_abort(args: argparse.Namespace) -> int:
+def cmd_abort(args: argparse.Namespace) -> int:
     from bosun.errors import EXIT_OK
     from bosun.plans.control import abort_plan
 

@@ -1,11 +1,61 @@
-"""Human-readable output. ``--json`` output never comes through here."""
+"""What the CLI writes: the one JSON object of ``--json``, errors and problems, exit codes by state,
+and the human-readable text of a run."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+
+from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from bosun.errors import BosunError
+
+
+def emit_json(obj: Any) -> None:
+    """Print exactly one JSON object (credentials redacted): the whole stdout of a verb under --json."""
+    from bosun.redaction import redact
+
+    sys.stdout.write(json.dumps(redact(json.loads(json.dumps(obj, default=str)))) + "\n")
+    sys.stdout.flush()
+
+
+def exit_for_state(state: str) -> int:
+    """The exit code of a verb that ends with the run in ``state`` (README "Exit codes")."""
+    if state == "rejected":
+        return EXIT_REJECTED
+    return EXIT_ERROR if state in ("failed", "cancelled") else EXIT_OK
+
+
+def print_error(err: BosunError, what: str = "") -> None:
+    """An error on stderr with its hint; several problems each with its own (``what`` heads them)."""
+    from bosun.redaction import redact_text
+
+    problems = getattr(err, "problems", None)
+    if problems and len(problems) > 1:
+        print_problems(problems, what)
+        return
+    sys.stderr.write(f"bosun: error: {redact_text(err.message)}\n")
+    if err.hint:
+        sys.stderr.write(f"  hint: {redact_text(err.hint)}\n")
+
+
+def print_problems(problems: list[Any], what: str = "") -> None:
+    """Every problem with its own hint (a task, a plan, a pre-flight check: all of them at once)."""
+    n = len(problems)
+    sys.stderr.write(f"bosun: error: {what or 'found'} {n} problem{'s' if n != 1 else ''}:\n")
+    for p in problems:
+        sys.stderr.write(f"  {p.code}: {p.message}\n")
+        if p.hint:
+            sys.stderr.write(f"    hint: {p.hint}\n")
+
+
+# -- runs as text ---------------------------------------------------------------------------------
 
 _MARK = {True: "ok  ", False: "FAIL", None: "-   "}
 
@@ -213,7 +263,6 @@ def print_check(out: dict[str, Any]) -> None:
     if out["ok"]:
         w("dry run: nothing was created and nothing was run\n" if out.get("dry_run") else "task ok: it can run\n")
         return
-    from bosun.cli.dispatch import print_problems
     from bosun.errors import Problem
 
     print_problems([Problem(p["code"], p["message"], p["hint"]) for p in out["problems"]], "the task has")

@@ -42,9 +42,8 @@ def _cache_path(key: str) -> Path:
 
 def run_baseline(run: dict[str, Any], task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
-    from bosun.engine.verifying import verify_confinement
     from bosun.isolation.git import tree_of
-    from bosun.verification import verify_commit
+    from bosun.verification import verify_commit, verify_confinement
 
     repo = Path(run["repo"])
     # With holdout files, the baseline runs on the full start (the hidden tests included).

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bosun import paths
+from bosun import states as S
 from bosun.contract import TaskContract
 from bosun.engine import record
-from bosun.engine import states as S
 from bosun.errors import BadInput, Conflict, Rejected
 from bosun.fileio import read_json
 

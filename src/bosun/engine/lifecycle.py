@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from bosun import paths
+from bosun import states as S
 from bosun.config import Settings, load_settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
-from bosun.engine import states as S
 from bosun.engine.budget import check_before_dispatch
 from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
 from bosun.fileio import write_bytes_atomic
@@ -501,7 +501,7 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None) -> dict[str, 
 
 
 def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    from bosun.report import write_report
+    from bosun.engine.run_report import write_report
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -747,6 +747,6 @@ def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool
 
 
 def _safe_report(ctx: Ctx, run_id: str) -> None:
-    from bosun.report import write_report
+    from bosun.engine.run_report import write_report
 
     write_report(ctx, ctx.store.require_run(run_id))

@@ -61,20 +61,8 @@ def fresh_verify_home(run_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
 
 
-def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
-    """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
-    being verified and the verification's own HOME. None when the sandbox is off or unavailable
-    (``required`` already refused the run before its worker started)."""
-    from bosun.config import load_settings
-    from bosun.sandbox import Confinement, probe
-
-    if load_settings(repo).sandbox == "off" or probe().mechanism == "none":
-        return None
-    return Confinement(writable=(workdir, home))
-
-
 def run_verify_commands(task: TaskContract, run: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    from bosun.verification import run_verification
+    from bosun.verification import run_verification, verify_confinement
 
     home = fresh_verify_home(run["id"])
     try:

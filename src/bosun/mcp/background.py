@@ -17,9 +17,9 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
     from bosun.contract import Mode
     from bosun.engine import locks
     from bosun.engine.lifecycle import approve, integrate, load_task, report, verify, work
+    from bosun.engine.run_report import write_report
     from bosun.mcp.ops import ctx
     from bosun.notify import notify_run
-    from bosun.report import write_report
 
     c = ctx()
     try:

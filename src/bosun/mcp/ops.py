@@ -153,8 +153,8 @@ def is_done(run: dict[str, Any]) -> bool:
 
 def end_review(c: Any, run_id: str) -> None:
     """Read the parent's tokens since delegate once, and refresh the receipt with them."""
+    from bosun.engine.run_report import write_report
     from bosun.parents.meter import finish
-    from bosun.report import write_report
 
     run = c.store.require_run(run_id)
     data = run.get("data") or {}
@@ -231,8 +231,8 @@ def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:
 
 
 def diff(c: Any, run_id: str, stat_only: bool) -> dict[str, Any]:
+    from bosun.engine.run_report import diff_stats
     from bosun.paths import run_dir
-    from bosun.report import diff_stats
 
     run = c.store.require_run(run_id)
     path = run_dir(run_id) / "diff.patch"
@@ -245,8 +245,8 @@ def diff(c: Any, run_id: str, stat_only: bool) -> dict[str, Any]:
 def history(c: Any, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
     import sqlite3
 
-    from bosun.engine.states import STATES
     from bosun.results import list_item
+    from bosun.states import STATES
 
     if state and state not in STATES:
         raise BadInput(f"unknown state {state!r}", "states: " + ", ".join(STATES))

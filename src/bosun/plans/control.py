@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bosun.engine import locks, states
+from bosun import states
+from bosun.engine import locks
 from bosun.errors import BosunError, Busy, InvalidTransition
 from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git

@@ -14,7 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from bosun.engine import locks, states
+from bosun import states
+from bosun.engine import locks
 from bosun.errors import BosunError, Busy, Conflict, InvalidTransition
 from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
@@ -302,7 +303,7 @@ class WaveDriver:
 
     def _confine_verify(self, worktree: Path, home: Path) -> Any:
         # Plan verify runs workers' merged code: confined like every verification.
-        from bosun.engine.verifying import verify_confinement
+        from bosun.verification import verify_confinement
 
         return verify_confinement(self.repo, worktree, home)
 

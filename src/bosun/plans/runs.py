@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bosun.engine import states
+from bosun import states
 from bosun.errors import BosunError
 from bosun.store.db import Store
 

@@ -1,18 +1,8 @@
-"""The plan result object (``--json`` of every plan verb) and its text rendering."""
+"""The plan result object (``--json`` of every plan verb); :mod:`bosun.cli.views` renders it as text."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
-
-NEXT_STEP = {
-    "paused": "next: fix the plan (e.g. add depends) and `bosun plan continue {id} --plan fixed.yaml`, "
-              "or `bosun plan continue {id}` once the cause is gone; `bosun plan abort {id}` gives up",
-    "failed": "next: `bosun plan status {id}` explains it; `bosun plan continue {id} [--plan fixed.yaml]` retries, "
-              "`bosun plan abort {id}` removes its branches and worktrees",
-    "cancelled": "next: `bosun plan continue {id}` runs it again, `bosun plan abort {id}` removes its branches",
-    "running": "next: `bosun plan watch {id}` follows it (if its process died: `bosun plan resume {id}`)",
-}
 
 
 def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[str, Any]:
@@ -75,45 +65,3 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
         "created_at": plan["created_at"],
         "updated_at": plan["updated_at"],
     }
-
-
-def print_plan(r: dict[str, Any]) -> None:
-    out = sys.stdout.write
-    out(f"plan {r['id']}  [{r['state']}]  {r['title']}\n")
-    src = f"{r['source_branch']} @ {r['source_head'][:12]}"
-    if r["snapshot"]:
-        src += f" (+ uncommitted work, snapshot {r['checkpoint'][:12]})"
-    out(f"  source       {src}\n")
-    ih = r["integration_head"][:12] if r["integration_head"] else "deleted"
-    out(f"  integration  {r['integration_branch']} @ {ih}\n")
-    if r["merged_commit"]:
-        out(f"  landed       {r['merged_commit'][:12]} on {r['source_branch']}\n")
-    if r["waves"]:
-        out(f"  wave         {r['current_wave'] or '-'} of {len(r['waves'])}\n")
-    by_id = {t["id"]: t for t in r["tasks"]}
-    for n, wave in enumerate(r["waves"], start=1):
-        out(f"wave {n}:\n")
-        for tid in wave:
-            t = by_id[tid]
-            bits = [f"  {tid:<16} {t['state']:<9}"]
-            if t["run_id"]:
-                bits.append(f"run {t['run_id']} ({t['run_state']}, {t['profile']})")
-            if t["attempts"]:
-                bits.append(f"attempt {t['attempts']}")
-            if t["merged_commit"]:
-                bits.append(f"merged {t['merged_commit'][:12]}")
-            out("  ".join(bits) + "\n")
-            if t["conflict"]:
-                out(f"    conflict in: {', '.join(t['conflict'].get('files') or [])}\n")
-            if t["error"]:
-                out(f"    error: {t['error'].get('message')}\n")
-            for f in t["failures"][-3:] if t["state"] != "merged" else []:
-                out(f"    attempt failed: run {f.get('run')} ({f.get('profile')}): {f.get('message')}\n")
-    if r["error"]:
-        out(f"error: {r['error'].get('code')}: {r['error'].get('message')}\n")
-        if r["error"].get("hint"):
-            out(f"  hint: {r['error']['hint']}\n")
-    if r["state"] == "running" and not r["driver_alive"]:
-        out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
-    elif r["state"] in NEXT_STEP:
-        out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bosun.engine import locks, states
+from bosun import states
+from bosun.engine import locks
 from bosun.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.plans import integration as plan_git
 from bosun.plans import model
@@ -241,7 +242,7 @@ class TaskRunner:
 
     def _attempt_failed(self, pt: dict[str, Any], run: dict[str, Any]) -> bool:
         """Record a failed attempt; discard it and return False (retry) or keep it and return True."""
-        from bosun.report import write_report
+        from bosun.engine.run_report import write_report
 
         err = (run.get("data") or {}).get("error") or {}
         reason = str(err.get("message") or f"run {run['state']}")

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bosun.engine.states import ACTIVE_STATES, check_transition
 from bosun.errors import InvalidTransition, NotFound
+from bosun.states import ACTIVE_STATES, check_transition
 from bosun.store.migrations import migrate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid

@@ -123,7 +123,7 @@ class PlanStore:
 
     def set_state(self, plan_id: str, expected: str | tuple[str, ...], to: str, reason: str = "") -> str:
         """Move the plan from one of ``expected`` to ``to``; returns the state it left."""
-        from bosun.plans.model import PLAN_TRANSITIONS, check_plan_transition
+        from bosun.plan_states import PLAN_TRANSITIONS, check_plan_transition
 
         allowed = (expected,) if isinstance(expected, str) else tuple(expected)
         now = time.time()

@@ -1,4 +1,5 @@
-"""Run states and the one table of allowed transitions. Pure: no I/O.
+"""Run states and the one table of allowed transitions. Pure: no I/O; a leaf module the store and the
+engine both import.
 
 A run moves prepared -> working -> worked -> verified | rejected -> approved -> integrated ->
 reported -> cleaned. ``failed``, ``blocked``, ``cancelled`` and ``interrupted`` are the side exits.

@@ -1,0 +1,147 @@
+"""Text views of what doctor, workers, models and the plan verbs return (``--json`` never comes here)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+def print_doctor(report: dict[str, Any]) -> None:
+    """`bosun doctor`: git, config, sandbox, each adapter and each profile."""
+    out = sys.stdout.write
+    out(f"git: {report['git'] or 'NOT FOUND (bosun needs git)'}\n")
+    if report["config_error"]:
+        out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
+    out(describe_sandbox(report["sandbox"]))
+    out("adapters:\n")
+    for a in report["adapters"]:
+        if not a.get("available"):
+            out(f"  {a['adapter']:<9} not available in this build\n")
+            continue
+        if a.get("cli_found") is None:
+            out(f"  {a['adapter']:<9} built in\n")
+        elif a["cli_found"]:
+            warn = "" if a.get("version_ok") is not False else f"  (older than the minimum {a['min_version']})"
+            out(f"  {a['adapter']:<9} {a['binary']} {a.get('version') or '?'}{warn}\n")
+        else:
+            out(f"  {a['adapter']:<9} CLI not found (supported from {a.get('min_version') or '?'})\n")
+            continue  # what a CLI that is not installed cannot enforce is noise
+        for rule in a.get("cannot_enforce", []):
+            out(f"            cannot enforce: {rule}\n")
+    if not report["profiles"] and not report["config_error"]:
+        out("profiles: none configured; add [profiles.NAME] to bosun.toml (see README)\n")
+    for p in report["profiles"]:
+        out(f"profile {p['profile']} ({p['adapter']}{', ' + p['model'] if p.get('model') else ''}): "
+            f"{'usable' if p['usable'] else 'NOT usable'}\n")
+        for prob in p.get("problems", []):
+            out(f"  problem: {prob}\n")
+        if p.get("binary"):
+            ver = f" {p['version']}" if p.get("version") else ""
+            out(f"  cli: {p['binary']}{ver}" + (f" (min {p['min_version']})" if p.get("min_version") else "") + "\n")
+    for warning in (report.get("skills") or {}).get("warnings", []):
+        out(f"skill: warning: {warning}\n")
+
+
+def describe_sandbox(sb: dict[str, Any]) -> str:
+    if sb["mechanism"] == "none":
+        what = "NOT enforced: the kernel has no Landlock, workers can write wherever your user can"
+    elif not sb["enforced"]:
+        what = f"off by setting (this kernel could enforce Landlock ABI {sb['abi']})"
+    else:
+        what = (f"Landlock ABI {sb['abi']}: workers write only in their worktree, HOME and TMPDIR; "
+                f"network rules: {'available' if sb['network'] != 'not enforced' else 'not enforced'}")
+    containment = ("every process a worker starts is killed when its step ends (child subreaper)"
+                   if sb["containment"] == "subreaper" else "not enforced")
+    need = "" if sb["ok"] else "\n  problem: sandbox = \"required\" and this kernel cannot enforce it"
+    return f"sandbox ({sb['setting'] or 'auto'}): {what}\nprocess containment: {containment}{need}\n"
+
+
+def print_workers(rows: list[dict[str, Any]]) -> None:
+    """`bosun workers`: one line a profile."""
+    if rows:
+        sys.stdout.write(f"{'PROFILE':<14} {'ADAPTER':<9} {'TIER':<9} {'STRENGTHS':<16} RECENT SUCCESS\n")
+    for r in rows:
+        note = ""
+        if r["cooldown_until"]:
+            note = f"  cooldown {int(r['cooldown_until'] - time.time())}s ({r['cooldown_reason'][:60]})"
+        rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
+        out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} {rate}{note}"
+        sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
+    if not rows:
+        sys.stdout.write("no profiles configured\n")
+
+
+def print_catalog(doc: dict[str, Any]) -> None:
+    """`bosun models`: each profile's catalog."""
+    out = sys.stdout.write
+    if not doc["profiles"]:
+        out("no profiles configured; add [profiles.NAME] to bosun.toml\n")
+    for e in doc["profiles"]:
+        p = e["prices"]
+        price = f"${p['input']}/{p['cached_input']}/{p['output']} per M in/cached/out" if any(p.values()) else "no prices set"
+        out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
+        efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
+        out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
+        if e["models"] is None:
+            out(f"  {e['error']}\n")
+            continue
+        where = f"{e['source']}" + (" (cached)" if e["cached"] else "")
+        out(f"  {len(e['models'])} model(s) from {where}\n")
+        if e["listed"] is False:
+            out(f"  note: {e['model']} is not in this catalog; check the model name\n")
+        for m in e["models"][:200]:
+            out(f"    {m}{'  <- this profile' if m == e['model'] else ''}\n")
+
+
+NEXT_STEP = {
+    "paused": "next: fix the plan (e.g. add depends) and `bosun plan continue {id} --plan fixed.yaml`, "
+              "or `bosun plan continue {id}` once the cause is gone; `bosun plan abort {id}` gives up",
+    "failed": "next: `bosun plan status {id}` explains it; `bosun plan continue {id} [--plan fixed.yaml]` retries, "
+              "`bosun plan abort {id}` removes its branches and worktrees",
+    "cancelled": "next: `bosun plan continue {id}` runs it again, `bosun plan abort {id}` removes its branches",
+    "running": "next: `bosun plan watch {id}` follows it (if its process died: `bosun plan resume {id}`)",
+}
+
+
+def print_plan(r: dict[str, Any]) -> None:
+    """Every plan verb without --json: the plan, its waves and tasks, and what to do next."""
+    out = sys.stdout.write
+    out(f"plan {r['id']}  [{r['state']}]  {r['title']}\n")
+    src = f"{r['source_branch']} @ {r['source_head'][:12]}"
+    if r["snapshot"]:
+        src += f" (+ uncommitted work, snapshot {r['checkpoint'][:12]})"
+    out(f"  source       {src}\n")
+    ih = r["integration_head"][:12] if r["integration_head"] else "deleted"
+    out(f"  integration  {r['integration_branch']} @ {ih}\n")
+    if r["merged_commit"]:
+        out(f"  landed       {r['merged_commit'][:12]} on {r['source_branch']}\n")
+    if r["waves"]:
+        out(f"  wave         {r['current_wave'] or '-'} of {len(r['waves'])}\n")
+    by_id = {t["id"]: t for t in r["tasks"]}
+    for n, wave in enumerate(r["waves"], start=1):
+        out(f"wave {n}:\n")
+        for tid in wave:
+            t = by_id[tid]
+            bits = [f"  {tid:<16} {t['state']:<9}"]
+            if t["run_id"]:
+                bits.append(f"run {t['run_id']} ({t['run_state']}, {t['profile']})")
+            if t["attempts"]:
+                bits.append(f"attempt {t['attempts']}")
+            if t["merged_commit"]:
+                bits.append(f"merged {t['merged_commit'][:12]}")
+            out("  ".join(bits) + "\n")
+            if t["conflict"]:
+                out(f"    conflict in: {', '.join(t['conflict'].get('files') or [])}\n")
+            if t["error"]:
+                out(f"    error: {t['error'].get('message')}\n")
+            for f in t["failures"][-3:] if t["state"] != "merged" else []:
+                out(f"    attempt failed: run {f.get('run')} ({f.get('profile')}): {f.get('message')}\n")
+    if r["error"]:
+        out(f"error: {r['error'].get('code')}: {r['error'].get('message')}\n")
+        if r["error"].get("hint"):
+            out(f"  hint: {r['error']['hint']}\n")
+    if r["state"] == "running" and not r["driver_alive"]:
+        out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
+    elif r["state"] in NEXT_STEP:
+        out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")

@@ -188,17 +188,17 @@ def _two_tasks(tmp_path: Path) -> Path:
 
 
 def test_crash_after_the_integration_branch_moved_is_not_merged_twice(cli, tmp_path):
-    from bosun.plans import integration as gi
+    from bosun.plans import integration as plan_git
 
     repo = make_plan_repo(tmp_path / "repo")
-    real = gi.move_branch
+    real = plan_git.move_branch
 
     def move_then_die(repo_, branch, new, old):
         real(repo_, branch, new, old)
         raise Crash()
 
     with pytest.MonkeyPatch.context() as mp, pytest.raises(Crash):
-        mp.setattr(gi, "move_branch", move_then_die)
+        mp.setattr(plan_git, "move_branch", move_then_die)
         cli("plan", "run", str(_two_tasks(tmp_path)), "--repo", str(repo), "--json")
     plan_id = _plan_id()
     code, res = cli("plan", "status", plan_id, "--json")
@@ -215,18 +215,18 @@ def test_crash_after_the_integration_branch_moved_is_not_merged_twice(cli, tmp_p
 
 
 def test_crash_after_landing_on_the_source_branch_finishes_on_resume(cli, tmp_path):
-    from bosun.plans import integration as gi
+    from bosun.plans import integration as plan_git
 
     repo = make_plan_repo(tmp_path / "repo")
     initial = git(repo, "rev-parse", "HEAD").strip()
-    real = gi.land
+    real = plan_git.land
 
     def land_then_die(*args):
         real(*args)
         raise Crash()
 
     with pytest.MonkeyPatch.context() as mp, pytest.raises(Crash):
-        mp.setattr(gi, "land", land_then_die)
+        mp.setattr(plan_git, "land", land_then_die)
         cli("plan", "run", str(_two_tasks(tmp_path)), "--repo", str(repo), "--json")
     landed = git(repo, "rev-parse", "HEAD").strip()
     code, res = cli("plan", "resume", _plan_id(), "--json")

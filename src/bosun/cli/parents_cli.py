@@ -102,21 +102,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_skill(args: argparse.Namespace) -> int:
     from bosun.errors import BadInput
-    from bosun.skills import install as si
+    from bosun.skills import install as skill_install
 
     repo = Path(args.repo).resolve()
     if args.action == "show":
-        sys.stdout.write(si.playbook(args.project, repo))
+        sys.stdout.write(skill_install.playbook(args.project, repo))
         return 0
     if args.plugin:
         if args.host != "claude":
             raise BadInput("--plugin is for Claude Code", "use `bosun skill install claude --plugin DIR`")
         target = Path(args.plugin).resolve()
-        out = si.uninstall_plugin(target) if args.uninstall else si.install_plugin(target, repo)
+        out = skill_install.uninstall_plugin(target) if args.uninstall else skill_install.install_plugin(target, repo)
     elif args.uninstall:
-        out = si.uninstall_skill(args.host, args.project, repo)
+        out = skill_install.uninstall_skill(args.host, args.project, repo)
     else:
-        out = si.install_skill(args.host, args.project, repo)
+        out = skill_install.install_skill(args.host, args.project, repo)
     if args.json:
         _emit(out)
         return 0

@@ -27,19 +27,19 @@ def _as_text(data: bytes | None) -> str | None:
 def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str], str]:
     """Paths the user changed during the run (committed on the source branch, or uncommitted)
     that the worker changed too."""
-    from bosun.isolation import git as g
+    from bosun.isolation.git import git, resolve_commit
     from bosun.isolation.snapshot import uncommitted_state
 
     repo = Path(run["repo"])
     base = run["base"]
     try:
-        head = g.resolve_commit(repo, f"refs/heads/{run['source_branch']}")
+        head = resolve_commit(repo, f"refs/heads/{run['source_branch']}")
     except Exception:  # noqa: BLE001 - a deleted source branch is reported, not fatal here
         return [], f"source branch {run['source_branch']} no longer exists"
     moved: set[str] = set()
     detail = "source branch unchanged"
     if head != base:
-        out = g.git(["diff", "--name-only", "-z", base, head], repo).stdout
+        out = git(["diff", "--name-only", "-z", base, head], repo).stdout
         moved = {p for p in out.split("\0") if p}
         detail = f"source branch moved {base[:10]} -> {head[:10]} ({len(moved)} files), no overlap"
     # Only the worker's paths can conflict, so only they are scanned (cheap on a big repository).

@@ -17,8 +17,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from bosun import paths
-from bosun import states as S
+from bosun import paths, states
 from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.errors import BadInput, Conflict, Rejected
@@ -138,8 +137,8 @@ def landing_commit(repo: Path, run: dict[str, Any], diff: bytes, message: str, s
 
 def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
     from bosun.engine.verifying import view_of
-    from bosun.isolation import git as g
     from bosun.isolation.change import tree_diff
+    from bosun.isolation.git import git, resolve_commit
     from bosun.isolation.snapshot import uncommitted_paths
     from bosun.isolation.worktree import fast_forward_user_branch
 
@@ -151,13 +150,13 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
 
     tree = run["data"].get("verified_tree")
     if not tree or tree != run["data"].get("approved_tree"):
-        ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "approved tree missing or changed")
+        ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "approved tree missing or changed")
         raise Rejected(f"{run_id} has no approved tree to land", "run `bosun verify` and approve again",
                        code="DIFF_CHANGED")
     view = view_of(run)
     diff = tree_diff(view, run["start_commit"], tree)
     if hashlib.sha256(diff).hexdigest() != run["data"].get("approved_diff_sha256"):
-        ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "diff changed after approval")
+        ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "diff changed after approval")
         raise Rejected(
             f"the diff of {run_id} changed after it was approved", "run `bosun verify` and approve again",
             code="DIFF_CHANGED",
@@ -177,7 +176,7 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
         ) from None
 
     branch = run["source_branch"]
-    head = g.resolve_commit(repo, f"refs/heads/{branch}")
+    head = resolve_commit(repo, f"refs/heads/{branch}")
     merged = landing if head == run["base"] else _merge(repo, head, landing, run_id, ident)
 
     touched = _changed_between(repo, head, merged)
@@ -202,7 +201,7 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
                 error={"code": "REVERIFY_FAILED", "message": "verification failed on the merged result",
                        "hint": "the source branch changed underneath the run; re-run the task"},
             )
-            ctx.store.transition(run_id, S.APPROVED, S.REJECTED, "re-verification on the merged result failed")
+            ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "re-verification on the merged result failed")
             raise Rejected(
                 f"verification failed on the merged result of {run_id}; your branch was not changed",
                 "see reverification.json in the run directory; re-run the task on the current branch",
@@ -212,11 +211,11 @@ def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: b
     if on_branch:
         fast_forward_user_branch(repo, branch, head, merged)
     else:
-        g.git(["update-ref", f"refs/heads/{branch}", merged, head], repo)
-    g.git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
+        git(["update-ref", f"refs/heads/{branch}", merged, head], repo)
+    git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
     ctx.store.update_run(run_id, merged_commit=merged)
     ctx.store.merge_data(run_id, landing_commit=landing, reverified=bool(reverify and task.verify))
-    ctx.store.transition(run_id, S.APPROVED, S.INTEGRATED, f"merged into {branch} at {merged[:12]}")
+    ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {branch} at {merged[:12]}")
 
 
 def _checked_out_branch(repo: Path) -> str | None:

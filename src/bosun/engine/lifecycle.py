@@ -572,7 +572,7 @@ def preserve_diff(run: dict[str, Any]) -> None:
     try:
         diff, _ = compute_change(run)
     except BosunError:
-        return
+        return  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
     if diff:
         write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
 

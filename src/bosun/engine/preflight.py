@@ -70,17 +70,17 @@ def check_task(
     """Every pre-flight check for one task; never raises for a problem it can report."""
     from bosun.config import load_settings
     from bosun.engine.routing import choose_profile
-    from bosun.isolation import git as g
+    from bosun.isolation.git import repo_root, resolve_commit
 
     pf = Preflight()
     try:
-        pf.repo = g.repo_root(repo_path)
+        pf.repo = repo_root(repo_path)
     except BosunError as exc:
         pf.problems.append(Problem("NOT_A_REPO", exc.message, f"cd into your repository or pass --repo ({exc.hint})"))
         return pf
     if check_base:
         try:
-            pf.base = g.resolve_commit(pf.repo, task.base)
+            pf.base = resolve_commit(pf.repo, task.base)
         except BosunError as exc:
             pf.problems.append(Problem("BAD_BASE", exc.message, exc.hint or "set base: to a branch, tag or commit"))
     try:

@@ -62,7 +62,7 @@ def literal(node: ast.AST) -> tuple[bool, object]:
                 return False, None
             try:
                 result = result and _compare(op, left, right)
-            except Exception:  # a type error between literals: not a constant after all
+            except Exception:  # noqa: BLE001 - a type error between literals: not a constant after all
                 return False, None
             left = right
         return True, result

@@ -67,7 +67,7 @@ def run_gates(ctx: GateContext) -> list[GateResult]:
 def _run_one(code: str, gate: Gate, ctx: GateContext) -> GateResult:
     try:
         result = gate(ctx)
-    except Exception as exc:  # fail closed: a crashed gate has judged nothing
+    except Exception as exc:  # noqa: BLE001 - fail closed: a crashed gate has judged nothing
         return GateResult(code, False, f"gate could not run: {type(exc).__name__}: {exc}")
     result.code = code  # the runner, not the gate, owns the code a result is filed under
     return result

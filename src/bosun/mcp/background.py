@@ -38,7 +38,7 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
                 try:
                     write_report(c, c.store.require_run(run_id))
                 except BosunError:
-                    pass
+                    pass  # the error that stopped the run is in driver.log (above) and in the run's record
     finally:
         notify_run(c, run_id)
     return 0

@@ -106,7 +106,7 @@ def cancel_plan(ctx: Any, plan_id: str, timeout_s: float = 60.0) -> dict[str, An
                 try:
                     lifecycle.cancel(ctx, run["id"])
                 except BosunError:
-                    pass
+                    pass  # it stopped on its own meanwhile; this loop looks at every run again
         if not driver_alive(plan_id) or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -120,11 +120,7 @@ class WaveDriver:
             pass  # cancelled (or aborted) by another process: that state stands
 
     def shutdown(self) -> None:
-        for f in self.finishing:
-            try:
-                f.result()
-            except Exception:  # noqa: BLE001 - a cleanup that failed leaves a worktree `abort` removes
-                pass
+        self.shutdown_finisher()
         self.finisher.shutdown(wait=True)
         self.post.shutdown(wait=True)
 
@@ -446,7 +442,7 @@ class WaveDriver:
         for f in self.finishing:
             try:
                 f.result()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a clean-up that failed leaves a worktree `plan abort` removes
                 pass
         self.finishing = []
 
@@ -469,14 +465,14 @@ class WaveDriver:
         try:
             self.ps.set_state(self.plan_id, model.RUNNING, model.CANCELLED, "interrupted (Ctrl-C)")
         except InvalidTransition:
-            pass
+            pass  # another process cancelled or aborted it first: that state stands
         for pt in self.ps.tasks(self.plan_id):
             run = self.ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
             if run and run["state"] == states.WORKING:
                 try:
                     lifecycle.cancel(self.ctx, run["id"])
                 except BosunError:
-                    pass
+                    pass  # it stopped on its own meanwhile; the leftovers below are discarded either way
         if self.pool is not None:
             self.pool.shutdown(wait=True)
             self.pool = None

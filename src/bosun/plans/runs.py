@@ -26,8 +26,21 @@ def discard_run(ctx: Any, run_id: str, report: bool = True) -> None:
         elif report and states.can_transition(run["state"], states.REPORTED):
             lifecycle.report(ctx, run_id)
         lifecycle.cleanup(ctx, run_id, force=True)
-    except BosunError:
-        pass
+    except BosunError as exc:
+        # The run keeps its worktree (`plan abort` removes it); its event log says why.
+        note_on_run(run_id, "could not discard this plan task's run", exc)
+
+
+def note_on_run(run_id: str, what: str, exc: BosunError) -> None:
+    """A warning in the run's event log: a step the plan tried on it failed, and the plan went on."""
+    from bosun.engine import record
+    from bosun.paths import run_dir
+
+    try:
+        record.EventLog(run_dir(run_id) / record.EVENTS).append(
+            {"type": "warning", "message": f"{what}: {exc.code}: {exc.message}"})
+    except (OSError, BosunError):
+        pass  # the run directory is gone: there is no log left to warn in
 
 
 def lower_priority() -> None:
@@ -38,7 +51,7 @@ def lower_priority() -> None:
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     except (AttributeError, OSError):
-        pass
+        pass  # not permitted here: the thread keeps the normal priority, which is only slower
 
 
 def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
@@ -52,7 +65,8 @@ def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
         if run and run["state"] == states.INTEGRATED:
             lifecycle.report(ctx, run_id)
         lifecycle.cleanup(ctx, run_id)
-    except BosunError:
-        pass
+    except BosunError as exc:
+        # Its work is merged already; only its report or worktree removal is left undone.
+        note_on_run(run_id, "could not report or clean up this merged run", exc)
     finally:
         store.close()

@@ -8,8 +8,8 @@ from typing import Any
 def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[str, Any]:
     from pathlib import Path
 
-    from bosun.plans import integration as gi
     from bosun.plans.ids import driver_alive, plan_dir
+    from bosun.plans.integration import branch_head
     from bosun.store.plans import PlanStore
 
     ps = PlanStore(store)
@@ -35,7 +35,7 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
         })
     head = None
     try:
-        head = gi.branch_head(Path(plan["repo"]), plan["integration_branch"])
+        head = branch_head(Path(plan["repo"]), plan["integration_branch"])
     except Exception:  # noqa: BLE001 - a repository gone since: report what the store knows
         head = None
     waves: list[list[str]] = [[] for _ in range(max((t["wave"] for t in tasks), default=0))]

@@ -15,7 +15,7 @@ from bosun.engine import locks
 from bosun.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.plans import integration as plan_git
 from bosun.plans import model
-from bosun.plans.runs import discard_run
+from bosun.plans.runs import discard_run, note_on_run
 from bosun.store.db import Store
 from bosun.store.plans import PlanStore
 
@@ -252,8 +252,8 @@ class TaskRunner:
         if pt["attempts"] >= self.wave.plan.max_attempts:
             try:
                 write_report(self.ctx, run)
-            except BosunError:
-                pass
+            except BosunError as exc:
+                note_on_run(run["id"], "could not write the report of this failed attempt", exc)
             self._set(state=model.T_FAILED, data={"failures": failures, "error": {
                 "code": err.get("code") or run["state"].upper(), "message": reason[:500], "hint": err.get("hint", "")}},
                 event=f"{run['state']} on attempt {pt['attempts']} of {self.wave.plan.max_attempts}: {reason[:300]}")

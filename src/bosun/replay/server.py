@@ -244,7 +244,7 @@ class _Exchange:
             self._route()
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.h.close_connection = True  # the client hung up or timed out: nothing to answer
-        except Exception as exc:  # a bug here must show in the log, not kill the server
+        except Exception as exc:  # noqa: BLE001 - a bug here must show in the log, not kill the server
             self._internal_error(f"replay server error: {type(exc).__name__}: {exc}")
 
     def _internal_error(self, message: str) -> None:

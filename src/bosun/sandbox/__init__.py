@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from bosun.errors import BosunError
-from bosun.sandbox import landlock as ll
+from bosun.sandbox import landlock
 
 # Tests set this to "none" to simulate a kernel without Landlock: the `required` refusal path runs
 # in a real `bosun` subprocess there, which a monkeypatch cannot reach. It can only take protection
@@ -93,7 +93,7 @@ class Support:
 @lru_cache(maxsize=1)
 def _kernel_abi() -> int:
     try:
-        return ll.abi_version()
+        return landlock.abi_version()
     except (OSError, AttributeError):
         return 0
 
@@ -111,7 +111,7 @@ def probe() -> Support:
 class Prepared:
     """A ruleset built in the parent, ready for ``spawn``; ``close`` it once the child started."""
 
-    ruleset: ll.Ruleset
+    ruleset: landlock.Ruleset
 
     def close(self) -> None:
         self.ruleset.close()
@@ -129,7 +129,7 @@ def spawn(prepared: Prepared, start: Callable[[], T]) -> T:
 
     def confined() -> None:
         try:
-            ll.restrict_self(fd)
+            landlock.restrict_self(fd)
         except OSError as exc:
             box["refused"] = exc
             return
@@ -153,14 +153,14 @@ def prepare(confine: Confinement, abi: int | None = None) -> Prepared:
     abi = probe().landlock_abi if abi is None else abi
     if abi <= 0:
         raise OSError("Landlock is not available on this kernel")
-    rs = ll.Ruleset(abi, network=confine.connect_ports is not None)
+    rs = landlock.Ruleset(abi, network=confine.connect_ports is not None)
     try:
         _add_read_rules(rs, confine.deny_read)
         for path in confine.readable if confine.deny_read else ():
-            rs.allow_path(path, ll.READ_RIGHTS)
+            rs.allow_path(path, landlock.READ_RIGHTS)
         for dev in DEVICES_RW:
-            rs.allow_path(dev, ll.READ_FILE | ll.WRITE_FILE | ll.TRUNCATE | ll.IOCTL_DEV | ll.READ_DIR)
-        write = rs.handled_fs & ~ll.NEVER_GRANTED
+            rs.allow_path(dev, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV | landlock.READ_DIR)
+        write = rs.handled_fs & ~landlock.NEVER_GRANTED
         for path in confine.writable:
             rs.allow_path(path, write)
         if confine.connect_ports is not None:
@@ -171,7 +171,7 @@ def prepare(confine: Confinement, abi: int | None = None) -> Prepared:
     return Prepared(rs)
 
 
-def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
+def _add_read_rules(rs: landlock.Ruleset, deny_read: Iterable[Path]) -> None:
     """Read everywhere, or everywhere except beneath ``deny_read``.
 
     Landlock can only grant, so a denied path is carved out by granting read on every sibling of
@@ -180,9 +180,9 @@ def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
     """
     denied = [Path(os.path.realpath(p)) for p in deny_read]
     if not denied:
-        rs.allow_path("/", ll.READ_RIGHTS)
+        rs.allow_path("/", landlock.READ_RIGHTS)
         return
-    rs.allow_path("/", ll.READ_DIR)
+    rs.allow_path("/", landlock.READ_DIR)
 
     def is_denied(p: Path) -> bool:
         return any(p == d or d in p.parents for d in denied)
@@ -209,13 +209,13 @@ def _add_read_rules(rs: ll.Ruleset, deny_read: Iterable[Path]) -> None:
             target = Path(os.path.realpath(entry))
             if target != entry and (is_denied(target) or leads_to_denied(target)):
                 continue
-            rs.allow_path(entry, ll.READ_RIGHTS)
+            rs.allow_path(entry, landlock.READ_RIGHTS)
 
 
 def apply_to_self(confine: Confinement) -> None:
     """Confine the calling thread for good (a forked test child uses it)."""
     prepared = prepare(confine)
     try:
-        ll.restrict_self(prepared.ruleset.fd)
+        landlock.restrict_self(prepared.ruleset.fd)
     finally:
         prepared.close()

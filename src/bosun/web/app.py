@@ -193,7 +193,7 @@ def _run_id(request: Request) -> str | None:
     try:
         return check_run_id(request.path_params["run_id"])
     except BosunError:
-        return None
+        return None  # a malformed run id is answered 404, like an unknown one
 
 
 def _not_found() -> Response:

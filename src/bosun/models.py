@@ -156,11 +156,11 @@ def _read_cache(key: str) -> dict[str, Any] | None:
 
 
 def _write_cache(key: str, models: list[str]) -> None:
-    from bosun.fileio import write_text_atomic
+    from bosun.fileio import write_json_atomic
 
     path = _cache_file(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps({"fetched_at": time.time(), "models": models}))
+        write_json_atomic(path, {"fetched_at": time.time(), "models": models})
     except OSError:
         pass  # no cache: the next call asks again

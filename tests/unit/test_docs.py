@@ -30,3 +30,22 @@ def test_every_verb_is_in_the_readme():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for verb in sub.choices:
         assert f"`{verb}" in README or f"bosun {verb}" in README, verb
+
+
+def _module_documented(rel: str, doc: str, rows: list[str]) -> bool:
+    """Named by its path, or by its file name in a table row whose first cell names its package."""
+    if f"`{rel}`" in doc:
+        return True
+    package, _, name = rel.rpartition("/")
+    return any(f"`{name}`" in row.split("|")[1] and f"`{package}/" in row.split("|")[1] for row in rows)
+
+
+def test_every_module_is_in_the_architecture_doc():
+    doc = (DOCS / "architecture.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| `")]
+    src = DOCS.parent / "src" / "bosun"
+    missing = [
+        rel for rel in (str(p.relative_to(src)) for p in sorted(src.rglob("*.py")))
+        if not rel.endswith(("__init__.py", "__main__.py")) and not _module_documented(rel, doc, rows)
+    ]
+    assert not missing, f"add these to the module table of docs/architecture.md: {missing}"

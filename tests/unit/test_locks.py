@@ -59,3 +59,22 @@ def test_concurrency_cap_refuses_or_waits():
     counts = iter([4, 4, 3])
     with locks.concurrency_slot(lambda: next(counts), 4, wait=True, poll_s=0.01):
         pass
+
+
+def test_a_lock_file_is_a_format_versioned_document():
+    import os
+
+    ensure_home()
+    with locks.run_lock("run-v"):
+        doc = json.loads(locks.lock_path("run-v").read_text())
+    assert doc["format_version"] == 1 and doc["pid"] == os.getpid() and "start" in doc
+
+
+def test_the_model_catalog_cache_is_a_format_versioned_document(tmp_path, monkeypatch):
+    from bosun import models
+
+    monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "cache"))
+    models._write_cache("k", ["m1"])
+    doc = json.loads((tmp_path / "cache" / "models" / "k.json").read_text())
+    assert doc["format_version"] == 1 and doc["models"] == ["m1"]
+    assert models._read_cache("k")["models"] == ["m1"]

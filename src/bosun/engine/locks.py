@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun.errors import Busy
-from bosun.fileio import write_text_atomic
+from bosun.fileio import FORMAT_VERSION, write_text_atomic
 from bosun.paths import check_run_id, locks_dir
 from bosun.proc import pid_alive, process_start_time
 
@@ -26,7 +26,7 @@ _held: dict[str, int] = {}  # run id -> re-entrancy depth in this process
 
 def _me() -> dict[str, Any]:
     pid = os.getpid()
-    return {"pid": pid, "start": process_start_time(pid)}
+    return {"format_version": FORMAT_VERSION, "pid": pid, "start": process_start_time(pid)}
 
 
 def lock_path(run_id: str) -> Path:
@@ -103,7 +103,7 @@ def release(run_id: str) -> None:
         try:
             lock_path(run_id).unlink()
         except FileNotFoundError:
-            pass
+            pass  # already gone: released is released
 
 
 @contextmanager

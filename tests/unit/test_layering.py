@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import ROOT
 
 SRC = ROOT / "src" / "bosun"
@@ -135,7 +133,6 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="the engine's run context still lives in lifecycle.py")
 def test_no_import_cycles():
     assert cycles(graph()) == []
 

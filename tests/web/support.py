@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from bosun.contract import TaskContract
-from bosun.engine.lifecycle import Ctx, delegate
+from bosun.engine.context import Ctx
+from bosun.engine.lifecycle import delegate
 from bosun.errors import BosunError
 from bosun.store.db import open_store
 

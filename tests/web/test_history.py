@@ -37,7 +37,8 @@ def test_search_finds_paths_gates_final_message_and_errors(repo: Path) -> None:
 
 
 def test_index_follows_state_changes(repo: Path) -> None:
-    from bosun.engine.lifecycle import Ctx, discard
+    from bosun.engine.context import Ctx
+    from bosun.engine.teardown import discard
 
     run = delegated(repo, "fix")
     store = open_store()

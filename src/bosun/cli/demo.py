@@ -148,7 +148,8 @@ def run_demo(keep: bool = False, as_json: bool = False) -> int:
 def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> int:
     from bosun.cli.render import describe_event
     from bosun.contract import load_contract
-    from bosun.engine.lifecycle import Ctx, delegate
+    from bosun.engine.context import Ctx
+    from bosun.engine.lifecycle import delegate
     from bosun.errors import BosunError
     from bosun.replay import ReplayServer
     from bosun.results import run_result

@@ -17,9 +17,11 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fas
 if TYPE_CHECKING:
     from typing import Any
 
+    from bosun.engine.context import Ctx
 
-def _ctx() -> Any:
-    from bosun.engine.lifecycle import Ctx
+
+def _ctx() -> Ctx:
+    from bosun.engine.context import Ctx
     from bosun.store.db import open_store
 
     return Ctx(open_store())
@@ -31,7 +33,7 @@ def _checked_id(args: argparse.Namespace) -> str:
     return check_run_id(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: dict[str, Any], ctx: Any = None) -> int:
+def _finish(args: argparse.Namespace, run: dict[str, Any], ctx: Ctx | None = None) -> int:
     from bosun.results import run_result
 
     if args.json:
@@ -191,7 +193,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from bosun.engine.lifecycle import cleanup
+    from bosun.engine.teardown import cleanup
 
     ctx = _ctx()
     run = cleanup(ctx, _checked_id(args), force=args.force)
@@ -207,7 +209,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from bosun.engine.lifecycle import cancel
+    from bosun.engine.teardown import cancel
 
     ctx = _ctx()
     _finish(args, cancel(ctx, _checked_id(args)), ctx)
@@ -215,7 +217,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
-    from bosun.engine.lifecycle import discard
+    from bosun.engine.teardown import discard
 
     ctx = _ctx()
     _finish(args, discard(ctx, _checked_id(args)), ctx)

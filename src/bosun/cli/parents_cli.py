@@ -169,7 +169,7 @@ def _repo_key(repo: Path) -> Path:
 
 
 def cmd_savings(args: argparse.Namespace) -> int:
-    from bosun.engine.lifecycle import Ctx
+    from bosun.engine.context import Ctx
     from bosun.savings import totals
     from bosun.store.db import open_store
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 PLAN_DESCRIPTION = """\
 Run many tasks as a dependency graph. Tasks whose dependencies are merged run in parallel waves,
@@ -122,8 +125,8 @@ def error_result(args: argparse.Namespace, err: Any) -> dict[str, Any]:
     return out
 
 
-def _ctx() -> Any:
-    from bosun.engine.lifecycle import Ctx
+def _ctx() -> Ctx:
+    from bosun.engine.context import Ctx
     from bosun.store.db import open_store
 
     return Ctx(open_store())
@@ -141,7 +144,7 @@ def _exit_for(state: str) -> int:
     return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(state, EXIT_ERROR)
 
 
-def _finish(args: argparse.Namespace, ctx: Any, row: dict[str, Any], code: int | None = None) -> int:
+def _finish(args: argparse.Namespace, ctx: Ctx, row: dict[str, Any], code: int | None = None) -> int:
     from bosun.cli.render import emit_json
     from bosun.cli.views import print_plan
     from bosun.plans.status import plan_result

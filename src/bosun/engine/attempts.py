@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import effort, paths, proc
 from bosun.config import Profile, Settings
@@ -35,6 +35,10 @@ from bosun.workers.base import (
     ev_sandbox,
     ev_warning,
 )
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
+    from bosun.store.db import Store
 
 DEFAULT_COOLDOWN_S = 15 * 60
 MESSAGE_BUDGET_BYTES = 4_000_000
@@ -176,7 +180,7 @@ def kernel_read_only(task: TaskContract) -> bool:
 
 
 def _worktree_changed(run: dict[str, Any]) -> bool:
-    from bosun.engine.lifecycle import compute_change
+    from bosun.engine.context import compute_change
 
     diff, _ = compute_change(run)
     return bool(diff)
@@ -202,7 +206,7 @@ def _missing_key(profile: Profile) -> str | None:
 
 
 def run_attempts(
-    ctx: Any,
+    ctx: Ctx,
     settings: Settings,
     run: dict[str, Any],
     task: TaskContract,
@@ -309,7 +313,7 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 permissions=mode_permissions(task),
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
-                on_start=lambda pid: store.merge_data(run_id, worker_pid=pid),
+                on_start=lambda pid: _record_worker_pid(store, run_id, pid),
                 confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,
                                            provider_ports(profile) if settings.network == "provider-only" else None,
                                            caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
@@ -367,7 +371,7 @@ def _redact_result(result: WorkerResult) -> None:
 CANCEL_POLL_S = 0.25  # one indexed read of the run row: cheap enough to keep `bosun cancel` prompt
 
 
-def _cancel_poller(store: Any, run_id: str) -> Callable[[], bool]:
+def _cancel_poller(store: Store, run_id: str) -> Callable[[], bool]:
     last = [0.0]
 
     def should_stop() -> bool:
@@ -403,3 +407,8 @@ def _failure_hint(result: WorkerResult, chain_len: int) -> str:
 
 def _clear_tmp(tmp: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _record_worker_pid(store: Store, run_id: str, pid: int) -> None:
+    """The worker's process group, for `bosun cancel` and for recovery after a crash."""
+    store.merge_data(run_id, worker_pid=pid)

@@ -23,13 +23,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.config import Profile, Settings
 from bosun.contract import TaskContract
 from bosun.errors import BadInput
 from bosun.store.db import Store
 from bosun.workers.base import ErrorClass, Usage, WorkerResult, ev_message
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 LIVE_WRITE_S = 1.0  # live usage goes to the store at most this often (the dashboard reads it)
 
@@ -204,7 +207,7 @@ class Meter:
         self.store.merge_data(self.run_id, live_usage=live)
 
 
-def meter_for(ctx: Any, settings: Settings, run: dict[str, Any], task: TaskContract) -> Meter:
+def meter_for(ctx: Ctx, settings: Settings, run: dict[str, Any], task: TaskContract) -> Meter:
     """The meter for one ``work`` of ``run``: caps as of now (the caller sets ``emit``)."""
     caps = caps_for(ctx.store, settings, task, run["repo"], run.get("plan_id"), run["id"])
     return Meter(ctx.store, run["id"], caps, settings.budget.warn_at, notify_command=list(settings.notify.command),
@@ -212,6 +215,6 @@ def meter_for(ctx: Any, settings: Settings, run: dict[str, Any], task: TaskContr
 
 
 def _save_diff(run: dict[str, Any]) -> None:
-    from bosun.engine.lifecycle import preserve_diff
+    from bosun.engine.teardown import preserve_diff
 
     preserve_diff(run)

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths, states
 from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.errors import BadInput, Conflict, Rejected
 from bosun.fileio import read_json
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 BOSUN_IDENT = ("bosun", "bosun@localhost")
 
@@ -135,7 +138,7 @@ def landing_commit(repo: Path, run: dict[str, Any], diff: bytes, message: str, s
     return apply_patch_to_commit(repo, run["base"], diff, message, scratch, author=ident)
 
 
-def integrate_run(ctx: Any, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
+def integrate_run(ctx: Ctx, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
     from bosun.engine.verifying import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit

@@ -9,41 +9,19 @@ state has been recorded.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bosun import paths
-from bosun import states as S
-from bosun.config import Settings, load_settings
+from bosun import paths, states
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
+from bosun.engine.context import Ctx, compute_change, load_task, new_run_id, scan_change
+from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
 from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
 from bosun.fileio import write_bytes_atomic
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
-from bosun.store.db import Store
-
-
-@dataclass
-class Ctx:
-    """What every verb needs: the store and (lazily) the settings of the run's repo."""
-
-    store: Store
-    settings_overrides: dict[str, Any] | None = None
-
-    def settings(self, repo: Path) -> Settings:
-        return load_settings(repo, self.settings_overrides)
-
-
-def new_run_id() -> str:
-    # os.urandom rather than `secrets`: same randomness, without its import on every delegate.
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
-
 
 # ---------------------------------------------------------------------------------------------
 # prepare
@@ -70,8 +48,8 @@ def prepare(
     """
     from bosun.engine.heldout import holdout_paths, strip_holdout
     from bosun.engine.preflight import check_task
-    from bosun.isolation import git as g
     from bosun.isolation.change import create_view
+    from bosun.isolation.git import current_branch, head_commit
     from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
     from bosun.isolation.worktree import create_worktree
 
@@ -80,9 +58,10 @@ def prepare(
     pf.raise_if_failed()
     assert pf.repo is not None and pf.base is not None and pf.settings is not None and pf.choice is not None
     repo, base, settings, choice = pf.repo, pf.base, pf.settings, pf.choice
-    source_branch = g.current_branch(repo)
+    ctx.remember_settings(repo, settings)
+    source_branch = current_branch(repo)
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
-    head = g.head_commit(repo)
+    head = head_commit(repo)
 
     if task.holdout and not holdout_paths(repo, base, task.holdout):
         raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",
@@ -105,7 +84,7 @@ def prepare(
 
     run = {
         "id": run_id,
-        "state": S.PREPARED,
+        "state": states.PREPARED,
         "title": task.title,
         "repo": str(repo),
         "source_branch": source_branch,
@@ -138,20 +117,13 @@ def prepare(
         create_worktree(repo, wt, branch, start)
         view = create_view(rdir, wt, repo, start)
     except BosunError as exc:
-        _fail(ctx, run_id, S.PREPARED, f"worktree creation failed: {exc.message}")
+        _fail(ctx, run_id, states.PREPARED, f"worktree creation failed: {exc.message}")
         raise
     ctx.store.merge_data(run_id, view_objects=str(view.objects))
     return ctx.store.require_run(run_id)
 
 
-def load_task(run_id: str) -> TaskContract:
-    doc = record.read_doc(run_id, record.TASK)
-    if not doc:
-        raise BadInput(f"run {run_id} has no task.json", "the run directory is damaged; discard the run")
-    return TaskContract.model_validate(doc["task"])
-
-
-def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = S.FAILED) -> None:
+def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = states.FAILED) -> None:
     ctx.store.merge_data(run_id, error={"code": to.upper(), "message": reason, "hint": ""})
     ctx.store.transition(run_id, expected, to, reason)
 
@@ -160,7 +132,7 @@ def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = S.FAILED)
 # work
 
 
-RESUMABLE_FROM = (S.PREPARED, S.VERIFIED, S.REJECTED, S.FAILED, S.BLOCKED, S.WORKED)
+RESUMABLE_FROM = (states.PREPARED, states.VERIFIED, states.REJECTED, states.FAILED, states.BLOCKED, states.WORKED)
 
 
 def work(
@@ -169,8 +141,11 @@ def work(
     resume: str | None = None,
     profile_name: str | None = None,
     on_event: Any = None,
+    task: TaskContract | None = None,
 ) -> dict[str, Any]:
-    """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled."""
+    """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled.
+
+    ``task`` is the run's task when the caller holds it already (delegate); else task.json is read."""
     from bosun.engine.attempts import run_attempts
     from bosun.engine.baseline import start_baseline
 
@@ -181,13 +156,13 @@ def work(
                 f"run {run_id} is {run['state']!r}; work needs a prepared run (or verified/rejected/failed to revise)",
                 "`bosun show` the run",
             )
-        if resume is not None and run["state"] == S.PREPARED:
+        if resume is not None and run["state"] == states.PREPARED:
             raise BadInput("--resume continues an earlier worker session; this run has none yet", "run `bosun work` first")
         repo = Path(run["repo"])
         settings = ctx.settings(repo)
-        task = load_task(run_id)
+        task = task or load_task(run_id)
         check_before_dispatch(ctx.store, settings, task, run["repo"], run.get("plan_id"), run_id)
-        ctx.store.transition(run_id, run["state"], S.WORKING, "revise: " + resume[:200] if resume else "worker started")
+        ctx.store.transition(run_id, run["state"], states.WORKING, "revise: " + resume[:200] if resume else "worker started")
         ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
         watch = gitwatch.take(repo)
         began = boot_clock()
@@ -207,9 +182,9 @@ def work(
             if baseline is not None:
                 baseline.stop()
             current = ctx.store.require_run(run_id)["state"]
-            if current == S.WORKING:
+            if current == states.WORKING:
                 reason = "interrupted: " + (type(exc).__name__)
-                ctx.store.transition(run_id, S.WORKING, S.INTERRUPTED, reason)
+                ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, reason)
             raise
         return _finish_work(ctx, run_id, outcome)
 
@@ -244,7 +219,7 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
         ctx.store.update_run(run_id, profile=outcome.profile)
     if res.status == "ok":
         ctx.store.merge_data(run_id, **data)
-        ctx.store.transition(run_id, S.WORKING, S.WORKED, f"worker finished ({outcome.profile})")
+        ctx.store.transition(run_id, states.WORKING, states.WORKED, f"worker finished ({outcome.profile})")
         return ctx.store.require_run(run_id)
     err = {
         "code": (res.error_class.value if res.error_class else res.status).upper(),
@@ -255,10 +230,10 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
         err = cancelled_error(run_id)
     ctx.store.merge_data(run_id, error=err, **data)
     if res.status == "cancelled":
-        ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled during work")
+        ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled during work")
         return ctx.store.require_run(run_id)
-    to = S.BLOCKED if outcome.blocked else S.FAILED
-    ctx.store.transition(run_id, S.WORKING, to, err["message"][:500])
+    to = states.BLOCKED if outcome.blocked else states.FAILED
+    ctx.store.transition(run_id, states.WORKING, to, err["message"][:500])
     if res.status == "timeout":
         raise TimedOut(err["message"], err["hint"] or "raise timeout_s in the task or profile", code="TIMEOUT")
     raise BosunError(err["message"], err["hint"], code=err["code"])
@@ -268,38 +243,26 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
 # verify
 
 
-def verify(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> dict[str, Any]:
     """Re-run verification and all gates; ends verified or rejected."""
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] in (S.VERIFIED, S.REJECTED, S.APPROVED):
-            ctx.store.transition(run_id, run["state"], S.WORKED, "re-verification requested")
-        elif run["state"] != S.WORKED:
+        if run["state"] in (states.VERIFIED, states.REJECTED, states.APPROVED):
+            ctx.store.transition(run_id, run["state"], states.WORKED, "re-verification requested")
+        elif run["state"] != states.WORKED:
             raise InvalidTransition(
                 f"run {run_id} is {run['state']!r}; verification needs a worked run", "run `bosun work` first"
             )
-        return _verify_worked(ctx, run_id)
+        return _verify_worked(ctx, run_id, task)
 
 
-def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
-    """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
-    change = scan_change(run)
-    return change.diff, change.changes
-
-
-def scan_change(run: dict[str, Any]) -> Any:
-    from bosun.engine.verifying import scan_run
-
-    return scan_run(run)
-
-
-def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> dict[str, Any]:
     """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
     from bosun.engine.verifying import digest, gates_for_tree, verify_change
     from bosun.isolation.lingering import stop_lingering
 
     run = ctx.store.require_run(run_id)
-    task = load_task(run_id)
+    task = task or load_task(run_id)
     settings = ctx.settings(Path(run["repo"]))
     window = (run.get("data") or {}).get("worker_window")
     killed = stop_lingering(Path(run["worktree"]), tuple(window) if window else None)
@@ -336,10 +299,10 @@ def _verify_worked(ctx: Ctx, run_id: str) -> dict[str, Any]:
                         "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
             },
         )
-        ctx.store.transition(run_id, S.WORKED, S.REJECTED, "gates failed: " + ", ".join(failed))
+        ctx.store.transition(run_id, states.WORKED, states.REJECTED, "gates failed: " + ", ".join(failed))
     else:
         ctx.store.merge_data(run_id, error=None)
-        ctx.store.transition(run_id, S.WORKED, S.VERIFIED, "verification passed, all gates green")
+        ctx.store.transition(run_id, states.WORKED, states.VERIFIED, "verification passed, all gates green")
     return ctx.store.require_run(run_id)
 
 
@@ -387,7 +350,8 @@ def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes,
 
 
 def approve(
-    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None
+    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
+    task: TaskContract | None = None,
 ) -> dict[str, Any]:
     """Approve a green, unchanged diff. Refuses otherwise and says why."""
     from bosun.engine.review import open_blocking_findings, validate_review
@@ -395,20 +359,20 @@ def approve(
     waivers = waivers or {}
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] not in (S.VERIFIED, S.REJECTED):
+        if run["state"] not in (states.VERIFIED, states.REJECTED):
             raise InvalidTransition(
                 f"run {run_id} is {run['state']!r}; only a verified run can be approved",
-                "run `bosun verify` first" if run["state"] == S.WORKED else "`bosun show` the run",
+                "run `bosun verify` first" if run["state"] == states.WORKED else "`bosun show` the run",
             )
         from bosun.engine.verdict import VERDICT_GATES, refuse_unapprovable
         from bosun.engine.verifying import recheck_gates
 
-        task = load_task(run_id)
+        task = task or load_task(run_id)
         overruled = refuse_unapprovable(run, task, review, waivers)  # read-only modes, self-review
         gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
         if tampered:
-            if run["state"] != S.REJECTED:
-                ctx.store.transition(run_id, run["state"], S.REJECTED, "records disagree with the verified tree")
+            if run["state"] != states.REJECTED:
+                ctx.store.transition(run_id, run["state"], states.REJECTED, "records disagree with the verified tree")
             raise Rejected(
                 f"cannot approve {run_id}: its records disagree with the tree bosun verified: " + "; ".join(tampered),
                 "something rewrote the run's records after verification; run `bosun verify` again",
@@ -459,7 +423,7 @@ def approve(
             error=None,
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
-        ctx.store.transition(run_id, run["state"], S.APPROVED, reason)
+        ctx.store.transition(run_id, run["state"], states.APPROVED, reason)
         return ctx.store.require_run(run_id)
 
 
@@ -479,19 +443,19 @@ def _mark_waived(run_id: str, gates_doc: dict[str, Any], waivers: dict[str, str]
 # integrate / report / cleanup
 
 
-def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None) -> dict[str, Any]:
+def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> dict[str, Any]:
     from bosun.engine.integration import integrate_run
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] != S.APPROVED:
+        if run["state"] != states.APPROVED:
             raise InvalidTransition(
                 f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
                 "`bosun approve` it first",
             )
         from bosun.engine.verdict import ensure_landable
 
-        task = load_task(run_id)
+        task = task or load_task(run_id)
         ensure_landable(run, task)  # read-only modes never land a change
         settings = ctx.settings(Path(run["repo"]))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
@@ -505,10 +469,10 @@ def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        landed = run["state"] == S.INTEGRATED
+        landed = run["state"] == states.INTEGRATED
         write_report(ctx, run)
-        if S.can_transition(run["state"], S.REPORTED):
-            ctx.store.transition(run_id, run["state"], S.REPORTED, "report written")
+        if states.can_transition(run["state"], states.REPORTED):
+            ctx.store.transition(run_id, run["state"], states.REPORTED, "report written")
         if landed and ctx.settings(Path(run["repo"])).cleanup_after_integrate:
             # The change is on the user's branch and the record is written: the worktree and the
             # bosun/<id> branch are clutter in their repo now. show/diff read the run directory.
@@ -516,185 +480,32 @@ def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
         return ctx.store.require_run(run_id)
 
 
-CLEANABLE = (S.INTEGRATED, S.REPORTED, S.CANCELLED)
-
-
-def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
-    """Remove the worktree and branch of an integrated or discarded run."""
-    from bosun.isolation.worktree import remove_worktree
-
-    with locks.run_lock(run_id):
-        run = ctx.store.require_run(run_id)
-        if run["state"] == S.CLEANED:
-            return run
-        if run["state"] not in CLEANABLE and not force:
-            raise BadInput(
-                f"run {run_id} is {run['state']!r}: its work is not merged; cleanup would delete it",
-                "integrate it, `bosun discard` it, or pass --force (the diff stays in the run directory)",
-            )
-        if not S.can_transition(run["state"], S.CLEANED):
-            # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
-            ctx.store.transition(run_id, run["state"], S.CANCELLED, "forced cleanup")
-            run["state"] = S.CANCELLED
-        preserve_diff(run)
-        _restore_worktree_pointer(run)
-        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
-        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
-        if baseline_wt.exists():  # a baseline that bosun was killed in the middle of
-            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
-        shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
-        shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
-        for home in paths.run_dir(run_id).glob("verify-home*"):
-            shutil.rmtree(home, ignore_errors=True)
-        shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
-        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
-        if baseline_wt.exists():  # a baseline interrupted by a crash
-            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
-        shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
-        ctx.store.transition(run_id, run["state"], S.CLEANED, "worktree and branch removed")
-        return ctx.store.require_run(run_id)
-
-
-def _restore_worktree_pointer(run: dict[str, Any]) -> None:
-    """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
-    from bosun.engine.verifying import view_of
-    from bosun.isolation.change import restore_pointer
-
-    if Path(run["worktree"]).is_dir() and (paths.run_dir(run["id"]) / "view.git").is_dir():
-        restore_pointer(view_of(run))
-
-
-def preserve_diff(run: dict[str, Any]) -> None:
-    """Save what the worker wrote before its worktree goes away (nothing is lost)."""
-    wt = Path(run["worktree"])
-    if not wt.exists():
-        return
-    try:
-        diff, _ = compute_change(run)
-    except BosunError:
-        return  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
-    if diff:
-        write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
-
-
-CANCEL_WAIT_S = 10.0  # how long `bosun cancel` waits for the owner of a working run to stop its worker
-KILL_WAIT_S = 3.0  # how long a worker group gets after SIGTERM before SIGKILL, when no bosun owns it
-
-
-def cancelled_error(run_id: str) -> dict[str, str]:
-    """The ``error`` of a cancelled run (a cancelled run carries one: it did not finish)."""
-    return {
-        "code": "CANCELLED",
-        "message": "the run was cancelled",
-        "hint": f"`bosun discard {run_id}` removes its worktree and branch (its diff stays in the run directory)",
-    }
-
-
-def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    """Stop a running worker (its whole process group) and mark the run cancelled.
-
-    Returns once the worker is gone. When the bosun process that owns a working run has not stopped
-    its worker within ``CANCEL_WAIT_S``, raises ``Busy`` (CANCEL_PENDING): the request stands, and
-    `bosun show` confirms the cancellation when it lands."""
-    run = ctx.store.require_run(run_id)
-    if run["state"] == S.WORKING:
-        ctx.store.merge_data(run_id, cancel_requested=True)
-        pid = run["data"].get("worker_pid")
-        owner = locks.read_owner(run_id)
-        _signal_group(pid, signal.SIGTERM)
-        # The bosun process driving the worker records the cancellation itself; if it is dead we do.
-        if not locks.owner_alive(owner):
-            _reap_group(pid)
-            ctx.store.merge_data(run_id, error=cancelled_error(run_id), worker_pid=None)
-            ctx.store.transition(run_id, S.WORKING, S.CANCELLED, "cancelled (no live bosun process)")
-            return ctx.store.require_run(run_id)
-        deadline = time.monotonic() + CANCEL_WAIT_S
-        while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == S.WORKING:
-            time.sleep(0.05)
-        run = ctx.store.require_run(run_id)
-        if run["state"] == S.WORKING:
-            from bosun.errors import Busy
-
-            raise Busy(
-                f"cancel of {run_id} requested; its worker is still stopping",
-                f"`bosun show {run_id}` confirms when it is cancelled",
-                code="CANCEL_PENDING",
-            )
-        return run
-    with locks.run_lock(run_id):
-        run = ctx.store.require_run(run_id)
-        ctx.store.transition(run_id, run["state"], S.CANCELLED, "cancelled")
-        ctx.store.merge_data(run_id, error=cancelled_error(run_id))
-        return ctx.store.require_run(run_id)
-
-
-def _signal_group(pid: Any, sig: int) -> bool:
-    """Signal a worker's process group; False when it is gone."""
-    if not pid:
-        return False
-    try:
-        os.killpg(int(pid), sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _reap_group(pid: Any) -> None:
-    """Wait for a signalled worker group to exit; SIGKILL it when it takes longer than KILL_WAIT_S."""
-    deadline = time.monotonic() + KILL_WAIT_S
-    while _signal_group(pid, 0):
-        if time.monotonic() > deadline:
-            _signal_group(pid, signal.SIGKILL)
-            return
-        time.sleep(0.05)
-
-
-def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
-    run = ctx.store.require_run(run_id)
-    if run["state"] in (S.INTEGRATED, S.REPORTED):
-        raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
-    if run["state"] not in (S.CANCELLED, S.CLEANED):
-        cancel(ctx, run_id)
-    run = cleanup(ctx, run_id, force=True)
-    ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
-    return ctx.store.require_run(run_id)
-
-
 def recover(ctx: Ctx, run_id: str) -> dict[str, Any]:
     """After a crash: a run stuck in ``working`` goes to verification if the worker left a diff,
     back to ``prepared`` otherwise. Nothing the worker wrote is touched."""
     run = ctx.store.require_run(run_id)
     owner = locks.read_owner(run_id)
-    if run["state"] == S.WORKING and locks.owner_alive(owner):
+    if run["state"] == states.WORKING and locks.owner_alive(owner):
         raise BadInput(
             f"run {run_id} is still being worked by a live bosun process (pid {owner['pid']})",  # type: ignore[index]
             "wait for it, or `bosun cancel` it",
         )
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        _kill_orphan_worker(run)
-        if run["state"] == S.WORKING:
-            ctx.store.transition(run_id, S.WORKING, S.INTERRUPTED, "recover: the bosun process died during work")
-            run["state"] = S.INTERRUPTED
-        if run["state"] == S.INTERRUPTED:
+        kill_orphan_worker(run)
+        if run["state"] == states.WORKING:
+            ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, "recover: the bosun process died during work")
+            run["state"] = states.INTERRUPTED
+        if run["state"] == states.INTERRUPTED:
             diff, _ = compute_change(run)
             if diff:
-                ctx.store.transition(run_id, S.INTERRUPTED, S.WORKED, "recover: the worker left a diff")
+                ctx.store.transition(run_id, states.INTERRUPTED, states.WORKED, "recover: the worker left a diff")
                 return _verify_worked(ctx, run_id)
-            ctx.store.transition(run_id, S.INTERRUPTED, S.PREPARED, "recover: no diff; ready to work again")
+            ctx.store.transition(run_id, states.INTERRUPTED, states.PREPARED, "recover: no diff; ready to work again")
             return ctx.store.require_run(run_id)
-        if run["state"] == S.WORKED:
+        if run["state"] == states.WORKED:
             return _verify_worked(ctx, run_id)
         raise BadInput(f"run {run_id} is {run['state']!r}; nothing to recover", "`bosun show` the run")
-
-
-def _kill_orphan_worker(run: dict[str, Any]) -> None:
-    pid = run["data"].get("worker_pid")
-    if pid:
-        try:
-            os.killpg(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,7 +523,10 @@ def delegate(
     task_source: str | None = None,
     on_prepared: Any = None,
 ) -> dict[str, Any]:
-    """prepare + work + verify; with auto_approve also approve + integrate + report when all green."""
+    """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
+
+    The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
+    ctx = ctx.pinned()
     run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source, warm_tokenizer=True)
     run_id = run["id"]
     if on_prepared is not None:
@@ -728,17 +542,17 @@ def delegate(
 def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> dict[str, Any]:
     with locks.run_lock(run_id):
         try:
-            run = work(ctx, run_id, on_event=on_event)
+            run = work(ctx, run_id, on_event=on_event, task=task)
         except BosunError:
             _safe_report(ctx, run_id)
             raise
-        if run["state"] == S.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
+        if run["state"] == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
             _safe_report(ctx, run_id)
             return ctx.store.require_run(run_id)
-        run = verify(ctx, run_id)
-        if run["state"] == S.VERIFIED and auto_approve and task.mode == Mode.code:
-            approve(ctx, run_id)
-            integrate(ctx, run_id)
+        run = verify(ctx, run_id, task)
+        if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code:
+            approve(ctx, run_id, task=task)
+            integrate(ctx, run_id, task=task)
             run = report(ctx, run_id)
         else:
             _safe_report(ctx, run_id)

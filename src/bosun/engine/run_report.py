@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths
 from bosun.engine import record
@@ -14,6 +14,9 @@ from bosun.metrics import cost_usd, parent_savings
 from bosun.parents.meter import measured_receipt
 from bosun.results import run_result
 from bosun.workers.base import Usage
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 
 def _base_files_text(run: dict[str, Any], changed: list[str]) -> str:
@@ -42,7 +45,7 @@ def _changed_paths(diff_text: str) -> list[str]:
     return out
 
 
-def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
+def build_metrics(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     settings = ctx.settings(Path(run["repo"]))
     data = run.get("data") or {}
@@ -80,7 +83,7 @@ def build_metrics(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_report(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
+def write_report(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
@@ -90,7 +93,7 @@ def write_report(ctx: Any, run: dict[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def render_markdown(ctx: Any, run: dict[str, Any], metrics: dict[str, Any]) -> str:
+def render_markdown(ctx: Ctx, run: dict[str, Any], metrics: dict[str, Any]) -> str:
     rdir = paths.run_dir(run["id"])
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
     verification = read_json(rdir / record.VERIFICATION, {}) or {}

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.contract import Mode, TaskContract
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 DEFAULT_MIN_DIFF_LINES = 40
 REVIEW_FILE = "review.json"
@@ -125,7 +128,7 @@ def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
     return bool(profile.self_review) and changed >= min_lines
 
 
-def run_self_review(ctx: Any, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
+def run_self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
                     verification: dict[str, Any]) -> dict[str, Any] | None:
     """Run the review turn if the profile asks for it and the diff is big enough; record review.json.
     None when the profile has no self-review; a "skipped" record when the diff is too small."""

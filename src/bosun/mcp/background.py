@@ -16,7 +16,8 @@ from bosun.errors import BosunError
 def drive_run(run_id: str, auto_approve: bool) -> int:
     from bosun.contract import Mode
     from bosun.engine import locks
-    from bosun.engine.lifecycle import approve, integrate, load_task, report, verify, work
+    from bosun.engine.context import load_task
+    from bosun.engine.lifecycle import approve, integrate, report, verify, work
     from bosun.engine.run_report import write_report
     from bosun.mcp.ops import ctx
     from bosun.notify import notify_run

@@ -15,9 +15,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.errors import BadInput, BosunError, Busy
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
 # The background loop has stopped and the parent has something to read or decide.
 _RUNNING = frozenset({"prepared", "working", "worked"})
@@ -38,7 +41,7 @@ def run_guard(run_id: str) -> Iterator[None]:
 
 
 def ctx() -> Any:
-    from bosun.engine.lifecycle import Ctx
+    from bosun.engine.context import Ctx
     from bosun.store.db import open_store
 
     return Ctx(open_store())
@@ -78,7 +81,7 @@ def load_task(task: dict[str, Any] | None, task_path: str | None, repo: Path) ->
     return contract_from_mapping(task, "task")
 
 
-def delegate(c: Any, repo: Path, task: Any, profile: str | None, auto_approve: bool,
+def delegate(c: Ctx, repo: Path, task: Any, profile: str | None, auto_approve: bool,
              parent_note: dict[str, Any] | None, task_source: str | None = None) -> dict[str, Any]:
     """Prepare the run here (so bad input fails at once), then hand the loop to a detached process."""
     from bosun.engine.lifecycle import prepare
@@ -151,7 +154,7 @@ def is_done(run: dict[str, Any]) -> bool:
 # --- the parent's review ended -------------------------------------------------------------------
 
 
-def end_review(c: Any, run_id: str) -> None:
+def end_review(c: Ctx, run_id: str) -> None:
     """Read the parent's tokens since delegate once, and refresh the receipt with them."""
     from bosun.engine.run_report import write_report
     from bosun.parents.meter import finish
@@ -170,13 +173,13 @@ def end_review(c: Any, run_id: str) -> None:
 # --- the other verbs ----------------------------------------------------------------------------
 
 
-def run_json(c: Any, run_id: str) -> dict[str, Any]:
+def run_json(c: Ctx, run_id: str) -> dict[str, Any]:
     from bosun.results import run_result
 
     return run_result(c.store.require_run(run_id))
 
 
-def approve(c: Any, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None) -> dict[str, Any]:
+def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None) -> dict[str, Any]:
     from bosun.engine.lifecycle import approve as do_approve
 
     if waive and not reason:
@@ -188,7 +191,7 @@ def approve(c: Any, run_id: str, waive: list[str] | None, reason: str | None, re
     return run_json(c, run["id"])
 
 
-def integrate(c: Any, run_id: str, reverify: bool) -> dict[str, Any]:
+def integrate(c: Ctx, run_id: str, reverify: bool) -> dict[str, Any]:
     from bosun.engine.lifecycle import integrate as do_integrate
     from bosun.engine.lifecycle import report
 
@@ -199,16 +202,16 @@ def integrate(c: Any, run_id: str, reverify: bool) -> dict[str, Any]:
     return run_json(c, run["id"])
 
 
-def discard(c: Any, run_id: str) -> dict[str, Any]:
-    from bosun.engine.lifecycle import discard as do_discard
+def discard(c: Ctx, run_id: str) -> dict[str, Any]:
+    from bosun.engine.teardown import discard as do_discard
 
     with run_guard(run_id):
         end_review(c, run_id)
         return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
 
 
-def cancel(c: Any, run_id: str) -> dict[str, Any]:
-    from bosun.engine.lifecycle import cancel as do_cancel
+def cancel(c: Ctx, run_id: str) -> dict[str, Any]:
+    from bosun.engine.teardown import cancel as do_cancel
 
     run = c.store.require_run(run_id)
     if run["state"] in ("cancelled", "cleaned"):
@@ -230,7 +233,7 @@ def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:
             time.sleep(0.2)
 
 
-def diff(c: Any, run_id: str, stat_only: bool) -> dict[str, Any]:
+def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
     from bosun.engine.run_report import diff_stats
     from bosun.paths import run_dir
 
@@ -242,7 +245,7 @@ def diff(c: Any, run_id: str, stat_only: bool) -> dict[str, Any]:
     return {"id": run_id, "diff_sha256": run["diff_sha256"], "stats": diff_stats(text), "diff": None if stat_only else text}
 
 
-def history(c: Any, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
+def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
     import sqlite3
 
     from bosun.results import list_item
@@ -273,7 +276,7 @@ def workers(repo: Path) -> dict[str, Any]:
 # --- plans ---------------------------------------------------------------------------------------
 
 
-def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
+def plan_run(c: Ctx, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
              patience_s: float = 45.0) -> dict[str, Any]:
     """Validate the plan here, then run it in a detached process; returns once the plan has an id."""
     from bosun.fileio import write_text_atomic
@@ -318,7 +321,7 @@ def plan_run(c: Any, repo: Path, plan: dict[str, Any] | None, plan_path: str | N
     raise BosunError("the plan did not start", f"its output: {tail or '(none)'}", code="PLAN_NOT_STARTED")
 
 
-def plan_status(c: Any, plan_id: Any) -> dict[str, Any]:
+def plan_status(c: Ctx, plan_id: Any) -> dict[str, Any]:
     from bosun.plans.ids import check_plan_id
     from bosun.plans.status import plan_result
     from bosun.store.plans import PlanStore

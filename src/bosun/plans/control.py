@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import states
 from bosun.engine import locks
@@ -20,8 +20,11 @@ from bosun.plans.runs import discard_run
 from bosun.plans.validate import PlanInvalid, check_plan
 from bosun.store.plans import PlanStore
 
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
-def continue_plan(ctx: Any, plan_id: str, fixed: model.Plan | None = None, resume: bool = False) -> dict[str, Any]:
+
+def continue_plan(ctx: Ctx, plan_id: str, fixed: model.Plan | None = None, resume: bool = False) -> dict[str, Any]:
     """Run a paused, failed or cancelled plan again (or one whose process died), optionally with a
     fixed plan file. Merged tasks are never run again; failed and conflicting tasks start afresh."""
     pstore = PlanStore(ctx.store)
@@ -41,7 +44,7 @@ def continue_plan(ctx: Any, plan_id: str, fixed: model.Plan | None = None, resum
         return drive(ctx, plan_id, allowed=(model.RUNNING, model.PAUSED, model.FAILED, model.CANCELLED), reason=what)
 
 
-def _reset_stopped_tasks(ctx: Any, plan_id: str) -> None:
+def _reset_stopped_tasks(ctx: Ctx, plan_id: str) -> None:
     pstore = PlanStore(ctx.store)
     for pt in pstore.tasks(plan_id):
         if pt["state"] in (model.T_FAILED, model.T_CONFLICT, model.T_CANCELLED):
@@ -52,7 +55,7 @@ def _reset_stopped_tasks(ctx: Any, plan_id: str) -> None:
                                event=f"reset from {pt['state']}: it runs again")
 
 
-def _apply_fixed_plan(ctx: Any, row: dict[str, Any], fixed: model.Plan) -> None:
+def _apply_fixed_plan(ctx: Ctx, row: dict[str, Any], fixed: model.Plan) -> None:
     plan_id = row["id"]
     pstore = PlanStore(ctx.store)
     problems, waves = check_plan(fixed)
@@ -86,10 +89,10 @@ def _apply_fixed_plan(ctx: Any, row: dict[str, Any], fixed: model.Plan) -> None:
     write_json_atomic(plan_dir(plan_id) / "plan.json", {"plan_id": plan_id, "document": fixed.document})
 
 
-def cancel_plan(ctx: Any, plan_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
-    """Stop the plan's running workers (``lifecycle.cancel``) and mark it cancelled; merged work stays
+def cancel_plan(ctx: Ctx, plan_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Stop the plan's running workers (``teardown.cancel``) and mark it cancelled; merged work stays
     in the integration branch. Waits for the process driving it to stop, then drops unmerged runs."""
-    from bosun.engine import lifecycle
+    from bosun.engine import teardown
 
     pstore = PlanStore(ctx.store)
     check_plan_id(plan_id)
@@ -104,7 +107,7 @@ def cancel_plan(ctx: Any, plan_id: str, timeout_s: float = 60.0) -> dict[str, An
             run = ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
             if run and run["state"] == states.WORKING:
                 try:
-                    lifecycle.cancel(ctx, run["id"])
+                    teardown.cancel(ctx, run["id"])
                 except BosunError:
                     pass  # it stopped on its own meanwhile; this loop looks at every run again
         if not driver_alive(plan_id) or time.monotonic() > deadline:
@@ -120,7 +123,7 @@ def cancel_plan(ctx: Any, plan_id: str, timeout_s: float = 60.0) -> dict[str, An
     return pstore.require_plan(plan_id)
 
 
-def abort_plan(ctx: Any, plan_id: str) -> dict[str, Any]:
+def abort_plan(ctx: Ctx, plan_id: str) -> dict[str, Any]:
     """Remove every worktree and branch the plan made (run records stay); the plan ends ``aborted``."""
     from bosun.isolation.worktree import remove_worktree
 

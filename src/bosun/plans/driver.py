@@ -12,7 +12,7 @@ import shutil
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import states
 from bosun.engine import locks
@@ -27,8 +27,11 @@ from bosun.plans.validate import validated
 from bosun.store.db import Store
 from bosun.store.plans import PlanStore
 
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
-def drive(ctx: Any, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), reason: str = "") -> dict[str, Any]:
+
+def drive(ctx: Ctx, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), reason: str = "") -> dict[str, Any]:
     """Advance the plan as far as it goes; returns the plan row (state running only if interrupted)."""
     pstore = PlanStore(ctx.store)
     check_plan_id(plan_id)
@@ -76,7 +79,7 @@ def drive(ctx: Any, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), r
 class WaveDriver:
     """Advances one plan, wave by wave, in the process that holds its lock."""
 
-    def __init__(self, ctx: Any, plan_id: str) -> None:
+    def __init__(self, ctx: Ctx, plan_id: str) -> None:
         self.ctx = ctx
         self.plan_id = plan_id
         self.ps = PlanStore(ctx.store)
@@ -460,7 +463,7 @@ class WaveDriver:
 
     def interrupt(self) -> None:
         """Ctrl-C: cancel the plan, stop the workers, keep what was merged."""
-        from bosun.engine import lifecycle
+        from bosun.engine import teardown
 
         try:
             self.ps.set_state(self.plan_id, model.RUNNING, model.CANCELLED, "interrupted (Ctrl-C)")
@@ -470,7 +473,7 @@ class WaveDriver:
             run = self.ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
             if run and run["state"] == states.WORKING:
                 try:
-                    lifecycle.cancel(self.ctx, run["id"])
+                    teardown.cancel(self.ctx, run["id"])
                 except BosunError:
                     pass  # it stopped on its own meanwhile; the leftovers below are discarded either way
         if self.pool is not None:

@@ -25,7 +25,7 @@ def check_plan_id(plan_id: str) -> str:
 
 
 def new_plan_id() -> str:
-    from bosun.engine.lifecycle import new_run_id
+    from bosun.engine.context import new_run_id
 
     return "p-" + new_run_id()
 

@@ -38,7 +38,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
@@ -49,9 +49,12 @@ from bosun.plans.preflight import profile_problems
 from bosun.plans.validate import PlanInvalid, validated
 from bosun.store.plans import PlanStore
 
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
+
 
 def start_plan(
-    ctx: Any,
+    ctx: Ctx,
     plan: model.Plan,
     repo_path: Path,
     profile: str | None = None,

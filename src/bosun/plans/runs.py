@@ -6,26 +6,29 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import states
 from bosun.errors import BosunError
 from bosun.store.db import Store
 
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
 
-def discard_run(ctx: Any, run_id: str, report: bool = True) -> None:
+
+def discard_run(ctx: Ctx, run_id: str, report: bool = True) -> None:
     """Remove a run's worktree and branch, keeping its record (and its diff, as final.patch)."""
-    from bosun.engine import lifecycle
+    from bosun.engine import lifecycle, teardown
 
     run = ctx.store.get_run(run_id)
     if run is None or run["state"] == states.CLEANED:
         return
     try:
         if run["state"] == states.WORKING:
-            lifecycle.cancel(ctx, run_id)
+            teardown.cancel(ctx, run_id)
         elif report and states.can_transition(run["state"], states.REPORTED):
             lifecycle.report(ctx, run_id)
-        lifecycle.cleanup(ctx, run_id, force=True)
+        teardown.cleanup(ctx, run_id, force=True)
     except BosunError as exc:
         # The run keeps its worktree (`plan abort` removes it); its event log says why.
         note_on_run(run_id, "could not discard this plan task's run", exc)
@@ -56,15 +59,16 @@ def lower_priority() -> None:
 
 def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
     """Background: report a merged run and remove its worktree (its work is in the integration branch)."""
-    from bosun.engine import lifecycle
+    from bosun.engine import lifecycle, teardown
+    from bosun.engine.context import Ctx
 
     store = Store(db_path)
     try:
-        ctx = lifecycle.Ctx(store, overrides)
+        ctx = Ctx(store, overrides)
         run = store.get_run(run_id)
         if run and run["state"] == states.INTEGRATED:
             lifecycle.report(ctx, run_id)
-        lifecycle.cleanup(ctx, run_id)
+        teardown.cleanup(ctx, run_id)
     except BosunError as exc:
         # Its work is merged already; only its report or worktree removal is left undone.
         note_on_run(run_id, "could not report or clean up this merged run", exc)

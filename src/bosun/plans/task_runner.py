@@ -54,7 +54,7 @@ class TaskRunner:
         self.contract = self.spec.contract
 
     def run(self) -> str:
-        from bosun.engine.lifecycle import Ctx
+        from bosun.engine.context import Ctx
 
         store = Store(self.wave.db_path)
         self.holding = False

@@ -147,7 +147,9 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         if rid is None:
             return _not_found()
         verb = request.path_params["verb"]
-        from bosun.engine.lifecycle import Ctx, approve, discard
+        from bosun.engine.context import Ctx
+        from bosun.engine.lifecycle import approve
+        from bosun.engine.teardown import discard
 
         fn = {"approve": approve, "discard": discard}.get(verb)
         if fn is None:

@@ -1,0 +1,76 @@
+"""The run context every engine verb is handed, and what every verb reads about a run: its task
+(``task.json``) and the worker's change as it is on disk now.
+
+A leaf of the engine: the verbs (lifecycle.py, teardown.py) and their helpers (attempts,
+integration, self-review, ...) all import it, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bosun.config import Settings, load_settings
+from bosun.contract import TaskContract
+from bosun.engine import record
+from bosun.errors import BadInput
+from bosun.store.db import Store
+
+if TYPE_CHECKING:
+    from bosun.isolation.change import Change
+
+
+@dataclass
+class Ctx:
+    """What every verb needs: the store and the settings of the run's repository.
+
+    A plain context reads the config each time it is asked (a long-lived process sees edits to
+    bosun.toml); ``pinned()`` gives one that reads each repository's config once (a delegation:
+    one decision, made with one config)."""
+
+    store: Store
+    settings_overrides: dict[str, Any] | None = None
+    pinned_settings: dict[Path, Settings] | None = field(default=None, repr=False)
+
+    def settings(self, repo: Path) -> Settings:
+        if self.pinned_settings is None:
+            return load_settings(repo, self.settings_overrides)
+        key = Path(repo)
+        if key not in self.pinned_settings:
+            self.pinned_settings[key] = load_settings(repo, self.settings_overrides)
+        return self.pinned_settings[key]
+
+    def remember_settings(self, repo: Path, settings: Settings) -> None:
+        """Settings already read (by the pre-flight checks) for ``repo``: a pinned context keeps them."""
+        if self.pinned_settings is not None:
+            self.pinned_settings.setdefault(Path(repo), settings)
+
+    def pinned(self) -> Ctx:
+        return self if self.pinned_settings is not None else Ctx(self.store, self.settings_overrides, {})
+
+
+def new_run_id() -> str:
+    # os.urandom rather than `secrets`: same randomness, without its import on every delegate.
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
+
+
+def load_task(run_id: str) -> TaskContract:
+    doc = record.read_doc(run_id, record.TASK)
+    if not doc:
+        raise BadInput(f"run {run_id} has no task.json", "the run directory is damaged; discard the run")
+    return TaskContract.model_validate(doc["task"])
+
+
+def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
+    """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
+    change = scan_change(run)
+    return change.diff, change.changes
+
+
+def scan_change(run: dict[str, Any]) -> Change:
+    from bosun.engine.verifying import scan_run
+
+    return scan_run(run)

@@ -1,0 +1,168 @@
+"""The verbs that stop a run or take it apart: cancel, discard, cleanup; and the diff saved before a
+worktree goes (nothing the worker wrote is lost)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from bosun import paths, states
+from bosun.engine import locks
+from bosun.engine.context import Ctx, compute_change
+from bosun.errors import BadInput, BosunError
+from bosun.fileio import write_bytes_atomic
+
+CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
+
+
+def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
+    """Remove the worktree and branch of an integrated or discarded run."""
+    from bosun.isolation.worktree import remove_worktree
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run["state"] == states.CLEANED:
+            return run
+        if run["state"] not in CLEANABLE and not force:
+            raise BadInput(
+                f"run {run_id} is {run['state']!r}: its work is not merged; cleanup would delete it",
+                "integrate it, `bosun discard` it, or pass --force (the diff stays in the run directory)",
+            )
+        if not states.can_transition(run["state"], states.CLEANED):
+            # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
+            ctx.store.transition(run_id, run["state"], states.CANCELLED, "forced cleanup")
+            run["state"] = states.CANCELLED
+        preserve_diff(run)
+        _restore_worktree_pointer(run)
+        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
+        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
+        if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
+            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
+        shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
+        for home in paths.run_dir(run_id).glob("verify-home*"):
+            shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
+        shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
+        ctx.store.transition(run_id, run["state"], states.CLEANED, "worktree and branch removed")
+        return ctx.store.require_run(run_id)
+
+
+def _restore_worktree_pointer(run: dict[str, Any]) -> None:
+    """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
+    from bosun.engine.verifying import view_of
+    from bosun.isolation.change import restore_pointer
+
+    if Path(run["worktree"]).is_dir() and (paths.run_dir(run["id"]) / "view.git").is_dir():
+        restore_pointer(view_of(run))
+
+
+def preserve_diff(run: dict[str, Any]) -> None:
+    """Save what the worker wrote before its worktree goes away (nothing is lost)."""
+    wt = Path(run["worktree"])
+    if not wt.exists():
+        return
+    try:
+        diff, _ = compute_change(run)
+    except BosunError:
+        return  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
+    if diff:
+        write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
+
+
+CANCEL_WAIT_S = 10.0  # how long `bosun cancel` waits for the owner of a working run to stop its worker
+
+
+KILL_WAIT_S = 3.0  # how long a worker group gets after SIGTERM before SIGKILL, when no bosun owns it
+
+
+def cancelled_error(run_id: str) -> dict[str, str]:
+    """The ``error`` of a cancelled run (a cancelled run carries one: it did not finish)."""
+    return {
+        "code": "CANCELLED",
+        "message": "the run was cancelled",
+        "hint": f"`bosun discard {run_id}` removes its worktree and branch (its diff stays in the run directory)",
+    }
+
+
+def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    """Stop a running worker (its whole process group) and mark the run cancelled.
+
+    Returns once the worker is gone. When the bosun process that owns a working run has not stopped
+    its worker within ``CANCEL_WAIT_S``, raises ``Busy`` (CANCEL_PENDING): the request stands, and
+    `bosun show` confirms the cancellation when it lands."""
+    run = ctx.store.require_run(run_id)
+    if run["state"] == states.WORKING:
+        ctx.store.merge_data(run_id, cancel_requested=True)
+        pid = run["data"].get("worker_pid")
+        owner = locks.read_owner(run_id)
+        _signal_group(pid, signal.SIGTERM)
+        # The bosun process driving the worker records the cancellation itself; if it is dead we do.
+        if not locks.owner_alive(owner):
+            _reap_group(pid)
+            ctx.store.merge_data(run_id, error=cancelled_error(run_id), worker_pid=None)
+            ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled (no live bosun process)")
+            return ctx.store.require_run(run_id)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == states.WORKING:
+            time.sleep(0.05)
+        run = ctx.store.require_run(run_id)
+        if run["state"] == states.WORKING:
+            from bosun.errors import Busy
+
+            raise Busy(
+                f"cancel of {run_id} requested; its worker is still stopping",
+                f"`bosun show {run_id}` confirms when it is cancelled",
+                code="CANCEL_PENDING",
+            )
+        return run
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        ctx.store.transition(run_id, run["state"], states.CANCELLED, "cancelled")
+        ctx.store.merge_data(run_id, error=cancelled_error(run_id))
+        return ctx.store.require_run(run_id)
+
+
+def _signal_group(pid: Any, sig: int) -> bool:
+    """Signal a worker's process group; False when it is gone."""
+    if not pid:
+        return False
+    try:
+        os.killpg(int(pid), sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _reap_group(pid: Any) -> None:
+    """Wait for a signalled worker group to exit; SIGKILL it when it takes longer than KILL_WAIT_S."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    while _signal_group(pid, 0):
+        if time.monotonic() > deadline:
+            _signal_group(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+
+
+def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
+    run = ctx.store.require_run(run_id)
+    if run["state"] in (states.INTEGRATED, states.REPORTED):
+        raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
+    if run["state"] not in (states.CANCELLED, states.CLEANED):
+        cancel(ctx, run_id)
+    run = cleanup(ctx, run_id, force=True)
+    ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
+    return ctx.store.require_run(run_id)
+
+
+def kill_orphan_worker(run: dict[str, Any]) -> None:
+    pid = run["data"].get("worker_pid")
+    if pid:
+        try:
+            os.killpg(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

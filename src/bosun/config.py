@@ -179,9 +179,9 @@ class Settings(BaseModel):
     def locked_globs(self) -> list[str]:
         return list(ALWAYS_LOCKED) + list(self.locked)
 
-    def profile(self, name: str) -> Profile:
+    def profile(self, name: str | None) -> Profile:
         try:
-            return self.profiles[name]
+            return self.profiles[name]  # type: ignore[index]  # None is an unknown profile like any other
         except KeyError:
             known = ", ".join(sorted(self.profiles)) or "none defined"
             raise BadInput(

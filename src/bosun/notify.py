@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 from bosun.errors import BosunError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from bosun.engine.context import Ctx
+    from bosun.store.rows import RunRow
 
 RUNNING = frozenset({"prepared", "working", "worked"})
 
@@ -43,7 +46,7 @@ def notify_run(ctx: Ctx, run_id: str) -> list[str]:
     return done
 
 
-def run_command(argv: list[str], result: dict[str, Any], cwd: Path, timeout_s: float) -> str:
+def run_command(argv: list[str], result: Mapping[str, Any], cwd: Path, timeout_s: float) -> str:
     from bosun.proc import run_quick
 
     try:
@@ -66,7 +69,7 @@ def _bell() -> str:
     return "bell"
 
 
-def _desktop(run: dict[str, Any]) -> str:
+def _desktop(run: RunRow) -> str:
     from bosun.proc import run_quick
 
     exe = shutil.which("notify-send")

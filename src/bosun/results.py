@@ -10,14 +10,18 @@ from bosun.paths import run_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+    from bosun.result_types import RunResult
+    from bosun.store.rows import RunRow
 
 # States that are an outcome without a fault: an ``error`` recorded on the way there is history,
 # not the current state, and is never shown (the transition log keeps it).
 CLEAN_STATES = frozenset({"prepared", "worked", "verified", "approved", "integrated", "reported", "cleaned"})
 
 
-def current_error(run: dict[str, Any]) -> dict[str, Any] | None:
+def current_error(run: RunRow) -> dict[str, Any] | None:
     """The run's recorded error if it still describes the run's state, else None."""
     if run["state"] in CLEAN_STATES:
         return None
@@ -25,7 +29,7 @@ def current_error(run: dict[str, Any]) -> dict[str, Any] | None:
     return err if isinstance(err, dict) else None
 
 
-def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: bool = False) -> dict[str, Any]:
+def run_result(run: RunRow, error: dict[str, Any] | None = None, brief: bool = False) -> RunResult:
     rdir = run_dir(run["id"])
     data = run.get("data") or {}
     gates_doc = read_json(rdir / "gates.json", {}) or {}
@@ -74,10 +78,10 @@ def run_result(run: dict[str, Any], error: dict[str, Any] | None = None, brief: 
     if not brief:
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.get("worker") or {}).get("final_text")
-    return result
+    return result  # type: ignore[return-value]  # built in key order (verdicts first), shaped as RunResult
 
 
-def _current_review(rdir: Any, run: dict[str, Any]) -> dict[str, Any] | None:
+def _current_review(rdir: Any, run: RunRow) -> dict[str, Any] | None:
     """The self-review record of the run's current diff (one of an earlier diff is left out)."""
     doc = read_json(rdir / "review.json", None)
     if not isinstance(doc, dict):
@@ -134,7 +138,7 @@ def _baseline(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def list_item(run: dict[str, Any]) -> dict[str, Any]:
+def list_item(run: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": run["id"],
         "state": run["state"],

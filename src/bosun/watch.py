@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
 
 RUNNING_RUN = frozenset({"prepared", "working", "worked"})
 RUNNING_PLAN = frozenset({"running"})

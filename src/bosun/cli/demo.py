@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,7 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
     return 0 if result["state"] == "cleaned" else 1
 
 
-def _show_result(console: Any, r: dict[str, Any], repo: Path) -> None:
+def _show_result(console: Any, r: Mapping[str, Any], repo: Path) -> None:
     from bosun.isolation.git import git
 
     console.print("\n[bold]verification[/] (bosun ran it itself; the worker's claims are not used):")

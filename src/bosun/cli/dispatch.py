@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from bosun.store.rows import RunRow
+
 # Every verb, plan verbs included, and the function that runs it ("module:function" under bosun.cli),
 # imported only when its verb runs.
 HANDLERS = {
@@ -83,11 +85,11 @@ def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
     return out
 
 
-def error_json(err: BosunError, run: dict[str, Any] | None = None) -> dict[str, Any]:
+def error_json(err: BosunError, run: RunRow | None = None) -> dict[str, Any]:
     if run is not None:
         from bosun.results import run_result
 
-        return run_result(run, error=err.to_dict())
+        return dict(run_result(run, error=err.to_dict()))
     out: dict[str, Any] = dict.fromkeys(NULL_RESULT_KEYS)
     out["gates"] = []
     out["files_changed"] = 0
@@ -106,7 +108,7 @@ def interrupted_message(args: argparse.Namespace) -> str:
     return f"bosun: interrupted; run {rid} is {state}: `bosun show {rid}` says what is next"
 
 
-def _run_for_error(args: argparse.Namespace) -> dict[str, Any] | None:
+def _run_for_error(args: argparse.Namespace) -> RunRow | None:
     run_id = getattr(args, "run_id", None) or getattr(args, "_created_run", None)
     if not run_id:
         return None

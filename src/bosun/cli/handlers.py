@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from bosun.engine.context import Ctx
+    from bosun.store.rows import RunRow
 
 
 def _ctx() -> Ctx:
@@ -33,7 +34,7 @@ def _checked_id(args: argparse.Namespace) -> str:
     return check_run_id(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: dict[str, Any], ctx: Ctx | None = None) -> int:
+def _finish(args: argparse.Namespace, run: RunRow, ctx: Ctx | None = None) -> int:
     from bosun.results import run_result
 
     if args.json:
@@ -232,7 +233,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         from bosun.results import run_result
 
-        out = run_result(run)
+        out: dict[str, Any] = dict(run_result(run))
         if args.events:
             from bosun.engine.record import read_events
 

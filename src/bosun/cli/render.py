@@ -11,10 +11,11 @@ from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from bosun.errors import BosunError
+    from bosun.store.rows import RunRow
 
 
 def emit_json(obj: Any) -> None:
@@ -60,7 +61,7 @@ def print_problems(problems: list[Any], what: str = "") -> None:
 _MARK = {True: "ok  ", False: "FAIL", None: "-   "}
 
 
-def print_run(run: dict[str, Any], store: Any = None) -> None:
+def print_run(run: RunRow, store: Any = None) -> None:
     from bosun.results import run_result
 
     r = run_result(run)
@@ -72,10 +73,11 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
     out(f"  source    {r['source_branch']} @ {r['base'][:12]}\n")
     out(f"  worktree  {r['worktree']}  (branch {r['branch']})\n")
-    if r.get("diff_sha256"):
-        out(f"  diff      {r['files_changed']} file(s), sha256 {r['diff_sha256'][:16]}…\n")
-    if r.get("merged_commit"):
-        out(f"  merged    {r['merged_commit'][:12]}\n")
+    sha, merged = r["diff_sha256"], r["merged_commit"]
+    if sha:
+        out(f"  diff      {r['files_changed']} file(s), sha256 {sha[:16]}…\n")
+    if merged:
+        out(f"  merged    {merged[:12]}\n")
     v = r.get("verification")
     if v is not None:
         out(f"verification (run by bosun): {'passed' if v['passed'] else 'nothing checked' if v['passed'] is None else 'FAILED'}\n")
@@ -105,13 +107,14 @@ def print_run(run: dict[str, Any], store: Any = None) -> None:
             f"this result ({s['compression']}x); est. saving ${s['saving_usd']:.4f}\n")
     for rule in r.get("unenforced") or []:
         out(f"not enforced by this worker CLI: {rule}\n")
-    if r.get("error"):
-        e = r["error"]
+    e = r.get("error")
+    if e:
         out(f"error: {e.get('code')}: {e.get('message')}\n")
         if e.get("hint"):
             out(f"  hint: {e['hint']}\n")
-    if r.get("final_message"):
-        msg = r["final_message"].strip().splitlines()
+    final = r.get("final_message")
+    if final:
+        msg = final.strip().splitlines()
         out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
     out(_next_step(r))
 
@@ -125,7 +128,7 @@ _REVIEW_WORDS = {
 }
 
 
-def verdict_lines(r: dict[str, Any]) -> list[str]:
+def verdict_lines(r: Mapping[str, Any]) -> list[str]:
     """What the parent must read first: the self-review's verdict, a read-only violation, and
     whether an answer's citations are backed."""
     lines = []
@@ -154,7 +157,7 @@ def verdict_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _next_step(r: dict[str, Any]) -> str:
+def _next_step(r: Mapping[str, Any]) -> str:
     nxt = {
         "verified": f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
         "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
@@ -167,7 +170,7 @@ def _next_step(r: dict[str, Any]) -> str:
     return nxt.get(r["state"], "")
 
 
-def print_list(runs: list[dict[str, Any]]) -> None:
+def print_list(runs: list[RunRow]) -> None:
     if not runs:
         sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
         return
@@ -177,7 +180,7 @@ def print_list(runs: list[dict[str, Any]]) -> None:
         sys.stdout.write(f"{r['id']:<22}  {shown_state(r):<11} {when}  {r['profile'] or '-':<12} {r['title'][:60]}\n")
 
 
-def shown_state(r: dict[str, Any]) -> str:
+def shown_state(r: Mapping[str, Any]) -> str:
     """A run cleaned up without being merged was discarded; it must not read like an integrated one."""
     if r["state"] == "cleaned" and not r.get("merged_commit"):
         return "discarded"

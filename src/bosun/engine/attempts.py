@@ -39,6 +39,7 @@ from bosun.workers.base import (
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
     from bosun.store.db import Store
+    from bosun.store.rows import RunRow
 
 DEFAULT_COOLDOWN_S = 15 * 60
 MESSAGE_BUDGET_BYTES = 4_000_000
@@ -135,7 +136,7 @@ def provider_ports(profile: Profile) -> tuple[int, ...]:
 
 
 def worker_confinement(
-    run: dict[str, Any], home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
+    run: RunRow, home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
     connect_ports: tuple[int, ...] | None = None, caches: tuple[Path, ...] = (),
 ) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
@@ -179,7 +180,7 @@ def kernel_read_only(task: TaskContract) -> bool:
     return task.mode in (Mode.explore, Mode.review)
 
 
-def _worktree_changed(run: dict[str, Any]) -> bool:
+def _worktree_changed(run: RunRow) -> bool:
     from bosun.engine.context import compute_change
 
     diff, _ = compute_change(run)
@@ -208,7 +209,7 @@ def _missing_key(profile: Profile) -> str | None:
 def run_attempts(
     ctx: Ctx,
     settings: Settings,
-    run: dict[str, Any],
+    run: RunRow,
     task: TaskContract,
     resume: str | None = None,
     profile_name: str | None = None,
@@ -321,7 +322,8 @@ def run_attempts(
             )
             result = meter.settle(worker.run(wctx), run)
             _redact_result(result)
-            if not result.ok and (store.get_run(run_id) or {}).get("data", {}).get("cancel_requested"):
+            current = store.get_run(run_id)
+            if not result.ok and current is not None and current["data"].get("cancel_requested"):
                 # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.
                 result.status, result.error_class, result.error_message = "cancelled", None, "cancelled"
         total.add(result.usage)

@@ -18,11 +18,14 @@ import hashlib
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths
 from bosun.contract import TaskContract
 from bosun.fileio import read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 BASELINE = "baseline.json"
 FORMAT_VERSION = 1
@@ -40,7 +43,7 @@ def _cache_path(key: str) -> Path:
     return paths.bosun_home() / "baselines" / f"{key}.json"
 
 
-def run_baseline(run: dict[str, Any], task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
+def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
     from bosun.isolation.git import tree_of
     from bosun.verification import verify_commit, verify_confinement
@@ -64,7 +67,7 @@ def run_baseline(run: dict[str, Any], task: TaskContract, should_stop: Any = Non
 class BaselineJob:
     """The baseline in a background thread; ``wait()`` writes ``baseline.json`` in the run directory."""
 
-    def __init__(self, run: dict[str, Any], task: TaskContract) -> None:
+    def __init__(self, run: RunRow, task: TaskContract) -> None:
         self.run = run
         self.task = task
         self.result: dict[str, Any] | None = None
@@ -95,7 +98,7 @@ class BaselineJob:
         return doc
 
 
-def start_baseline(run: dict[str, Any], task: TaskContract, setting: str) -> BaselineJob | None:
+def start_baseline(run: RunRow, task: TaskContract, setting: str) -> BaselineJob | None:
     """Start the baseline unless it is off, the task has nothing to verify, or it was taken already."""
     if setting == "off" or not task.verify or task.mode.value != "code":
         return None

@@ -21,6 +21,7 @@ from bosun.store.db import Store
 
 if TYPE_CHECKING:
     from bosun.isolation.change import Change
+    from bosun.store.rows import RunRow
 
 
 @dataclass
@@ -64,13 +65,13 @@ def load_task(run_id: str) -> TaskContract:
     return TaskContract.model_validate(doc["task"])
 
 
-def compute_change(run: dict[str, Any]) -> tuple[bytes, list[Any]]:
+def compute_change(run: RunRow) -> tuple[bytes, list[Any]]:
     """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
     change = scan_change(run)
     return change.diff, change.changes
 
 
-def scan_change(run: dict[str, Any]) -> Change:
+def scan_change(run: RunRow) -> Change:
     from bosun.engine.verifying import scan_run
 
     return scan_run(run)

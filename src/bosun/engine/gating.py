@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.changes import FileChange, GateResult
 from bosun.config import Settings
 from bosun.contract import TaskContract
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 
 def _show(worktree: Path, commit: str, path: str) -> bytes | None:
@@ -24,7 +27,7 @@ def _as_text(data: bytes | None) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str], str]:
+def source_conflicts(run: RunRow, changed: set[str]) -> tuple[list[str], str]:
     """Paths the user changed during the run (committed on the source branch, or uncommitted)
     that the worker changed too."""
     from bosun.isolation.git import git, resolve_commit
@@ -53,7 +56,7 @@ def source_conflicts(run: dict[str, Any], changed: set[str]) -> tuple[list[str],
 
 
 def evaluate(
-    run: dict[str, Any],
+    run: RunRow,
     task: TaskContract,
     settings: Settings,
     diff: bytes,
@@ -121,7 +124,7 @@ def evaluate(
     return results
 
 
-def escaped_writes(run: dict[str, Any]) -> list[str]:
+def escaped_writes(run: RunRow) -> list[str]:
     """Files a worker wrote next to its worktree (``../name``), found by a scan of the worktrees dir.
 
     Other runs' worktrees are named by run id and ignored; anything else that appeared there after

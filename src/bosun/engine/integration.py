@@ -25,6 +25,7 @@ from bosun.fileio import read_json
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
+    from bosun.store.rows import RunRow
 
 BOSUN_IDENT = ("bosun", "bosun@localhost")
 
@@ -37,7 +38,7 @@ def _identity(repo: Path) -> tuple[str, str]:
     return (name, email) if name and email else BOSUN_IDENT
 
 
-def commit_message(run: dict[str, Any], task: TaskContract, verification: dict[str, Any]) -> str:
+def commit_message(run: RunRow, task: TaskContract, verification: dict[str, Any]) -> str:
     cmds = verification.get("commands", [])
     if verification.get("passed"):
         verdict = f"passed ({len(cmds)} command{'s' if len(cmds) != 1 else ''})"
@@ -89,7 +90,7 @@ def _changed_between(repo: Path, a: str, b: str) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def _reverify_target(run: dict[str, Any], merged: str, scratch: Path) -> str:
+def _reverify_target(run: RunRow, merged: str, scratch: Path) -> str:
     """The commit re-verification runs on: the merged result plus the user's uncommitted work if the
     run carried it (when that still applies)."""
     from bosun.isolation.git import git
@@ -109,7 +110,7 @@ def _reverify_target(run: dict[str, Any], merged: str, scratch: Path) -> str:
         return merged
 
 
-def _reverify(run: dict[str, Any], task: TaskContract, target: str) -> dict[str, Any]:
+def _reverify(run: RunRow, task: TaskContract, target: str) -> dict[str, Any]:
     """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
     fresh HOME. The worktree is put back to the verified tree afterwards."""
     from bosun.engine.verifying import run_verify_commands, view_of
@@ -124,7 +125,7 @@ def _reverify(run: dict[str, Any], task: TaskContract, target: str) -> dict[str,
         materialize(view, run["data"]["verified_tree"])
 
 
-def landing_commit(repo: Path, run: dict[str, Any], diff: bytes, message: str, scratch: Path,
+def landing_commit(repo: Path, run: RunRow, diff: bytes, message: str, scratch: Path,
                    ident: tuple[str, str] | None) -> str:
     """``base`` + the verified change. Without a snapshot the verified tree *is* the landing tree: it is
     committed as is, so what was verified is byte for byte what lands."""
@@ -138,7 +139,7 @@ def landing_commit(repo: Path, run: dict[str, Any], diff: bytes, message: str, s
     return apply_patch_to_commit(repo, run["base"], diff, message, scratch, author=ident)
 
 
-def integrate_run(ctx: Ctx, run: dict[str, Any], task: TaskContract, reverify: bool) -> None:
+def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> None:
     from bosun.engine.verifying import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths, states
 from bosun.contract import Mode, TaskContract
@@ -22,6 +22,9 @@ from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, Time
 from bosun.fileio import write_bytes_atomic
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 # ---------------------------------------------------------------------------------------------
 # prepare
@@ -37,7 +40,7 @@ def prepare(
     task_source: str | None = None,
     carry_uncommitted: bool = True,
     warm_tokenizer: bool = False,
-) -> dict[str, Any]:
+) -> RunRow:
     """Validate everything, then create the run, its snapshot and its worktree.
 
     ``warm_tokenizer`` starts loading the receipt's tokenizer while git checks out the worktree
@@ -142,7 +145,7 @@ def work(
     profile_name: str | None = None,
     on_event: Any = None,
     task: TaskContract | None = None,
-) -> dict[str, Any]:
+) -> RunRow:
     """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled.
 
     ``task`` is the run's task when the caller holds it already (delegate); else task.json is read."""
@@ -210,7 +213,7 @@ def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]
     ctx.store.merge_data(run_id, user_git_tampered={"changed": changed, "restored": restored, "failed": failed})
 
 
-def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
+def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> RunRow:
     res = outcome.result
     data: dict[str, Any] = {"worker": res.to_dict(), "usage": outcome.usage.to_dict(), "bosun_pid": None}
     if res.session_id:
@@ -243,7 +246,7 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> dict[str, Any]:
 # verify
 
 
-def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> dict[str, Any]:
+def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
     """Re-run verification and all gates; ends verified or rejected."""
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -256,7 +259,7 @@ def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> dict[str,
         return _verify_worked(ctx, run_id, task)
 
 
-def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> dict[str, Any]:
+def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
     """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
     from bosun.engine.verifying import digest, gates_for_tree, verify_change
     from bosun.isolation.lingering import stop_lingering
@@ -312,7 +315,7 @@ def _system_event(run_id: str, text: str) -> None:
     record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(text, role="system"))
 
 
-def _tamper_gates(run: dict[str, Any]) -> list[Any]:
+def _tamper_gates(run: RunRow) -> list[Any]:
     from bosun.changes import GateResult
 
     found = (run.get("data") or {}).get("user_git_tampered")
@@ -326,7 +329,7 @@ def _tamper_gates(run: dict[str, Any]) -> list[Any]:
     return [GateResult("USER_GIT_TAMPERED", False, detail)]
 
 
-def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes, digest: str,
+def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest: str,
                  verification: dict[str, Any], tree: str) -> list[Any]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
     so is an escalated, unparseable or failed review (engine/verdict.py)."""
@@ -352,7 +355,7 @@ def _self_review(ctx: Ctx, run: dict[str, Any], task: TaskContract, diff: bytes,
 def approve(
     ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
     task: TaskContract | None = None,
-) -> dict[str, Any]:
+) -> RunRow:
     """Approve a green, unchanged diff. Refuses otherwise and says why."""
     from bosun.engine.review import open_blocking_findings, validate_review
 
@@ -443,7 +446,7 @@ def _mark_waived(run_id: str, gates_doc: dict[str, Any], waivers: dict[str, str]
 # integrate / report / cleanup
 
 
-def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> dict[str, Any]:
+def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> RunRow:
     from bosun.engine.integration import integrate_run
 
     with locks.run_lock(run_id):
@@ -464,7 +467,7 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskCon
         return ctx.store.require_run(run_id)
 
 
-def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def report(ctx: Ctx, run_id: str) -> RunRow:
     from bosun.engine.run_report import write_report
 
     with locks.run_lock(run_id):
@@ -480,7 +483,7 @@ def report(ctx: Ctx, run_id: str) -> dict[str, Any]:
         return ctx.store.require_run(run_id)
 
 
-def recover(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def recover(ctx: Ctx, run_id: str) -> RunRow:
     """After a crash: a run stuck in ``working`` goes to verification if the worker left a diff,
     back to ``prepared`` otherwise. Nothing the worker wrote is touched."""
     run = ctx.store.require_run(run_id)
@@ -522,7 +525,7 @@ def delegate(
     on_event: Any = None,
     task_source: str | None = None,
     on_prepared: Any = None,
-) -> dict[str, Any]:
+) -> RunRow:
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
 
     The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
@@ -539,7 +542,7 @@ def delegate(
         notify_run(ctx, run_id)
 
 
-def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> dict[str, Any]:
+def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
     with locks.run_lock(run_id):
         try:
             run = work(ctx, run_id, on_event=on_event, task=task)

@@ -17,9 +17,10 @@ from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
+    from bosun.store.rows import RunRow
 
 
-def _base_files_text(run: dict[str, Any], changed: list[str]) -> str:
+def _base_files_text(run: RunRow, changed: list[str]) -> str:
     from bosun.isolation.git import git
 
     parts = []
@@ -45,7 +46,7 @@ def _changed_paths(diff_text: str) -> list[str]:
     return out
 
 
-def build_metrics(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
+def build_metrics(ctx: Ctx, run: RunRow) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     settings = ctx.settings(Path(run["repo"]))
     data = run.get("data") or {}
@@ -83,7 +84,7 @@ def build_metrics(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_report(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
+def write_report(ctx: Ctx, run: RunRow) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
@@ -93,7 +94,7 @@ def write_report(ctx: Ctx, run: dict[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def render_markdown(ctx: Ctx, run: dict[str, Any], metrics: dict[str, Any]) -> str:
+def render_markdown(ctx: Ctx, run: RunRow, metrics: dict[str, Any]) -> str:
     rdir = paths.run_dir(run["id"])
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
@@ -101,8 +102,9 @@ def render_markdown(ctx: Ctx, run: dict[str, Any], metrics: dict[str, Any]) -> s
     lines.append(f"- state: **{run['state']}**")
     lines.append(f"- profile: {run['profile']} ({run.get('profile_reason') or ''})")
     lines.append(f"- source: {run['source_branch']} @ {run['base'][:12]}; worktree branch {run['branch']}")
-    if run.get("merged_commit"):
-        lines.append(f"- merged: {run['merged_commit'][:12]}")
+    merged = run.get("merged_commit")
+    if merged:
+        lines.append(f"- merged: {merged[:12]}")
     lines.append(f"- diff: {metrics['diff']['files']} files, +{metrics['diff']['added_lines']} "
                  f"-{metrics['diff']['deleted_lines']}, sha256 {run.get('diff_sha256') or '-'}")
     err = (run.get("data") or {}).get("error")

@@ -8,7 +8,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths, states
 from bosun.engine import locks
@@ -16,10 +16,13 @@ from bosun.engine.context import Ctx, compute_change
 from bosun.errors import BadInput, BosunError
 from bosun.fileio import write_bytes_atomic
 
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
+
 CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
 
 
-def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
+def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
     """Remove the worktree and branch of an integrated or discarded run."""
     from bosun.isolation.worktree import remove_worktree
 
@@ -52,7 +55,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> dict[str, Any]:
         return ctx.store.require_run(run_id)
 
 
-def _restore_worktree_pointer(run: dict[str, Any]) -> None:
+def _restore_worktree_pointer(run: RunRow) -> None:
     """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
     from bosun.engine.verifying import view_of
     from bosun.isolation.change import restore_pointer
@@ -61,7 +64,7 @@ def _restore_worktree_pointer(run: dict[str, Any]) -> None:
         restore_pointer(view_of(run))
 
 
-def preserve_diff(run: dict[str, Any]) -> None:
+def preserve_diff(run: RunRow) -> None:
     """Save what the worker wrote before its worktree goes away (nothing is lost)."""
     wt = Path(run["worktree"])
     if not wt.exists():
@@ -89,7 +92,7 @@ def cancelled_error(run_id: str) -> dict[str, str]:
     }
 
 
-def cancel(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def cancel(ctx: Ctx, run_id: str) -> RunRow:
     """Stop a running worker (its whole process group) and mark the run cancelled.
 
     Returns once the worker is gone. When the bosun process that owns a working run has not stopped
@@ -148,7 +151,7 @@ def _reap_group(pid: Any) -> None:
         time.sleep(0.05)
 
 
-def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
+def discard(ctx: Ctx, run_id: str) -> RunRow:
     run = ctx.store.require_run(run_id)
     if run["state"] in (states.INTEGRATED, states.REPORTED):
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
@@ -159,7 +162,7 @@ def discard(ctx: Ctx, run_id: str) -> dict[str, Any]:
     return ctx.store.require_run(run_id)
 
 
-def kill_orphan_worker(run: dict[str, Any]) -> None:
+def kill_orphan_worker(run: RunRow) -> None:
     pid = run["data"].get("worker_pid")
     if pid:
         try:

@@ -18,7 +18,7 @@ what a worker says about itself:
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths
 from bosun.changes import GateResult
@@ -27,6 +27,9 @@ from bosun.engine import record
 from bosun.engine.self_review import ESCALATED, FAILED, PASSED, REVIEW_FILE, SKIPPED, UNPARSEABLE
 from bosun.errors import BadInput, Rejected
 from bosun.fileio import read_json, write_bytes_atomic
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 READ_ONLY_VIOLATION = "READ_ONLY_VIOLATION"
 SELF_REVIEW_ESCALATED = "SELF_REVIEW_ESCALATED"
@@ -46,7 +49,7 @@ __all__ = ["ESCALATED", "FAILED", "PASSED", "SKIPPED", "UNPARSEABLE"]  # self-re
 # read-only modes
 
 
-def quarantine_read_only_writes(store: Any, run: dict[str, Any], task: TaskContract) -> GateResult | None:
+def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
     """For a non-``code`` run: save what the worker wrote as ``violation.patch``, restore the worktree
     to the start tree and return the red gate. None for code runs and for read-only runs that wrote
     nothing. Call before the change is computed, so the change of a read-only run is always empty.
@@ -109,7 +112,7 @@ def self_review_gate(judged: dict[str, Any] | None) -> GateResult | None:
     return GateResult(SELF_REVIEW_ESCALATED, False, f"self-review {status}: {reasons}")
 
 
-def current_review(run: dict[str, Any]) -> dict[str, Any] | None:
+def current_review(run: RunRow) -> dict[str, Any] | None:
     """The self-review recorded for the run's current diff (a review of an earlier diff is stale)."""
     judged = read_json(paths.run_dir(run["id"]) / REVIEW_FILE, None)
     if not isinstance(judged, dict):
@@ -144,7 +147,7 @@ def check_waivers(waivers: dict[str, str]) -> None:
 
 
 def refuse_unapprovable(
-    run: dict[str, Any], task: TaskContract, review: dict[str, Any] | None, waivers: dict[str, str]
+    run: RunRow, task: TaskContract, review: dict[str, Any] | None, waivers: dict[str, str]
 ) -> str | None:
     """Raise ``Rejected`` when the run's verdict forbids approval; otherwise return a note for the
     record when a self-review escalation was overruled by the parent's review (else None)."""
@@ -174,7 +177,7 @@ def refuse_unapprovable(
     )
 
 
-def ensure_landable(run: dict[str, Any], task: TaskContract) -> None:
+def ensure_landable(run: RunRow, task: TaskContract) -> None:
     """Integration's last word: a read-only run never lands anything, whatever else its record says."""
     if task.mode != Mode.code and (run.get("files_changed") or (run.get("data") or {}).get("read_only_violation")):
         raise Rejected(
@@ -188,7 +191,7 @@ def ensure_landable(run: dict[str, Any], task: TaskContract) -> None:
 # answers
 
 
-def answer_gate(store: Any, run: dict[str, Any], task: TaskContract) -> GateResult | None:
+def answer_gate(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
     """Check the citations of an explore or review answer against the start tree; record them in
     ``citations.json`` and ``answer_verified``; return the gate row (None for other modes)."""
     from bosun.engine.citations import GitTree, answer_verified, check_answer

@@ -22,7 +22,7 @@ import hashlib
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun import paths
 from bosun.changes import GateResult
@@ -31,13 +31,16 @@ from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.isolation.change import Change, View, blob_bytes, create_view, tree_changes, tree_diff, view_for
 
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
+
 # Gates whose result depends on the world outside the tree (the user's branch, the filesystem
 # around the worktree): at approve they are recomputed too, but a difference is not tampering.
 # MODULE_SHADOWED reads what is installed beside bosun, which may change between verify and approve.
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
-def view_of(run: dict[str, Any]) -> View:
+def view_of(run: RunRow) -> View:
     """The run's view; made on first use for runs prepared before views existed (no seed index)."""
     rdir = paths.run_dir(run["id"])
     objects = (run.get("data") or {}).get("view_objects")
@@ -48,7 +51,7 @@ def view_of(run: dict[str, Any]) -> View:
     return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
 
 
-def scan_run(run: dict[str, Any]) -> Change:
+def scan_run(run: RunRow) -> Change:
     from bosun.isolation.change import scan
 
     return scan(view_of(run))
@@ -61,7 +64,7 @@ def fresh_verify_home(run_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
 
 
-def run_verify_commands(task: TaskContract, run: dict[str, Any], workdir: Path) -> dict[str, Any]:
+def run_verify_commands(task: TaskContract, run: RunRow, workdir: Path) -> dict[str, Any]:
     from bosun.verification import run_verification, verify_confinement
 
     home = fresh_verify_home(run["id"])
@@ -89,7 +92,7 @@ def problem_gates(change: Change) -> list[GateResult]:
 
 
 def verify_change(
-    run: dict[str, Any], task: TaskContract, change: Change, refusals: list[GateResult]
+    run: RunRow, task: TaskContract, change: Change, refusals: list[GateResult]
 ) -> tuple[dict[str, Any], list[GateResult]]:
     """Run the verify commands on exactly the change (plus the holdout files), then the original tests
     held out when the change touched tests. Returns the verification doc and the gates it decides.
@@ -131,7 +134,7 @@ def verify_change(
     return verification, gates
 
 
-def _kept_tests_changed(run: dict[str, Any], task: TaskContract, change: Change) -> list[str]:
+def _kept_tests_changed(run: RunRow, task: TaskContract, change: Change) -> list[str]:
     """Existing test files the change edits, renames or deletes (refused under ``tests: keep``)."""
     from bosun.engine.heldout import is_test_path
 
@@ -142,7 +145,7 @@ def _kept_tests_changed(run: dict[str, Any], task: TaskContract, change: Change)
 
 
 def gates_for_tree(
-    run: dict[str, Any],
+    run: RunRow,
     task: TaskContract,
     settings: Settings,
     tree: str,
@@ -174,7 +177,7 @@ def digest(diff: bytes) -> str:
 
 
 def recheck_gates(
-    run: dict[str, Any], task: TaskContract, settings: Settings
+    run: RunRow, task: TaskContract, settings: Settings
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Gates recomputed from the verified tree for ``approve``: ``(effective gates, tamper findings)``.
 

@@ -7,11 +7,16 @@ diff; it is included only when asked for.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import read_json
 from bosun.paths import run_dir
 from bosun.results import run_result
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from bosun.store.rows import RunRow
 
 FINAL_MESSAGE_CHARS = 2000
 FAILED_TAIL_CHARS = 1200
@@ -59,7 +64,7 @@ def verdict(state: str, red: list[str], verification: dict[str, Any] | None, err
     return state
 
 
-def receipt(run: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
+def receipt(run: RunRow, full: Mapping[str, Any]) -> dict[str, Any]:
     metrics = read_json(run_dir(run["id"]) / "metrics.json", {}) or {}
     est = metrics.get("parent") or {}
     data = run.get("data") or {}
@@ -74,7 +79,7 @@ def receipt(run: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def compact_result(run: dict[str, Any], include_diff: bool = False, done: bool = True) -> dict[str, Any]:
+def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -> dict[str, Any]:
     full = run_result(run)
     red = [g["code"] for g in full["gates"] if not g["ok"] and not g.get("waived")]
     ver = full.get("verification")

@@ -21,6 +21,8 @@ from bosun.errors import BadInput, BosunError, Busy
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
+    from bosun.result_types import RunResult
+    from bosun.store.rows import RunRow
 
 # The background loop has stopped and the parent has something to read or decide.
 _RUNNING = frozenset({"prepared", "working", "worked"})
@@ -119,7 +121,7 @@ def _start_time(pid: int) -> int | None:
     return process_start_time(pid)
 
 
-def _driver_running(run: dict[str, Any]) -> bool:
+def _driver_running(run: RunRow) -> bool:
     from bosun.proc import pid_alive
 
     data = run.get("data") or {}
@@ -129,7 +131,7 @@ def _driver_running(run: dict[str, Any]) -> bool:
     return pid_alive(pid, data.get("driver_start")) and not _zombie(pid)
 
 
-def driver_alive(run: dict[str, Any]) -> bool:
+def driver_alive(run: RunRow) -> bool:
     from bosun.engine import locks
 
     return _driver_running(run) or locks.owner_alive(locks.read_owner(run["id"]))
@@ -143,7 +145,7 @@ def _zombie(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].startswith(("Z", "X"))
 
 
-def is_done(run: dict[str, Any]) -> bool:
+def is_done(run: RunRow) -> bool:
     """The background loop has stopped: the parent has a result to read or a decision to make."""
     if run["state"] not in _RUNNING:
         # The background process still writes the receipt and holds the run for a moment.
@@ -173,13 +175,13 @@ def end_review(c: Ctx, run_id: str) -> None:
 # --- the other verbs ----------------------------------------------------------------------------
 
 
-def run_json(c: Ctx, run_id: str) -> dict[str, Any]:
+def run_json(c: Ctx, run_id: str) -> RunResult:
     from bosun.results import run_result
 
     return run_result(c.store.require_run(run_id))
 
 
-def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None) -> dict[str, Any]:
+def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None) -> RunResult:
     from bosun.engine.lifecycle import approve as do_approve
 
     if waive and not reason:
@@ -191,7 +193,7 @@ def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, re
     return run_json(c, run["id"])
 
 
-def integrate(c: Ctx, run_id: str, reverify: bool) -> dict[str, Any]:
+def integrate(c: Ctx, run_id: str, reverify: bool) -> RunResult:
     from bosun.engine.lifecycle import integrate as do_integrate
     from bosun.engine.lifecycle import report
 
@@ -202,7 +204,7 @@ def integrate(c: Ctx, run_id: str, reverify: bool) -> dict[str, Any]:
     return run_json(c, run["id"])
 
 
-def discard(c: Ctx, run_id: str) -> dict[str, Any]:
+def discard(c: Ctx, run_id: str) -> RunResult:
     from bosun.engine.teardown import discard as do_discard
 
     with run_guard(run_id):
@@ -210,7 +212,7 @@ def discard(c: Ctx, run_id: str) -> dict[str, Any]:
         return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
 
 
-def cancel(c: Ctx, run_id: str) -> dict[str, Any]:
+def cancel(c: Ctx, run_id: str) -> RunResult:
     from bosun.engine.teardown import cancel as do_cancel
 
     run = c.store.require_run(run_id)

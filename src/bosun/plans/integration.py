@@ -17,11 +17,14 @@ No step touches a work tree of the user's: commits are built with throwaway inde
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.contract import TaskContract
 from bosun.errors import BadInput, BosunError, Conflict
 from bosun.verification import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 ZERO = "0" * 40
 
@@ -95,7 +98,7 @@ def is_ancestor(repo: Path, a: str, b: str) -> bool:
     return anc(repo, a, b)
 
 
-def build_landing(run: dict[str, Any], task: TaskContract, plan_id: str, task_id: str) -> tuple[str | None, str]:
+def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -> tuple[str | None, str]:
     """The run's approved diff as one commit on its start commit: ``(landing or None, diff sha256)``.
 
     None when the change is empty (an explore/review task). The run's branch is pointed at the

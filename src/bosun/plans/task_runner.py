@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bosun import states
 from bosun.engine import locks
@@ -18,6 +18,9 @@ from bosun.plans import model
 from bosun.plans.runs import discard_run, note_on_run
 from bosun.store.db import Store
 from bosun.store.plans import PlanStore
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 MAX_STEPS_PER_TASK = 200
 # Run states whose next step keeps the run active (counted against the concurrency cap).
@@ -143,12 +146,12 @@ class TaskRunner:
         raise BosunError(f"task {self.task_id} made no progress", "`bosun plan status` the plan; this is a bug")
 
     # -- steps ---------------------------------------------------------------------------------
-    def _choose_profile(self, pt: dict[str, Any], last: dict[str, Any] | None) -> str | None:
+    def _choose_profile(self, pt: dict[str, Any], last: RunRow | None) -> str | None:
         flag = self.wave.profile_flag
-        if pt["attempts"] == 0 or last is None or not last.get("profile"):
+        failed = last["profile"] if last is not None else None
+        if pt["attempts"] == 0 or not failed:
             return flag
         settings = self.ctx.settings(self.wave.repo)
-        failed = last["profile"]
         prof = settings.profiles.get(failed)
         if prof is None:
             return flag
@@ -164,7 +167,7 @@ class TaskRunner:
         untried = [n for n in available if n not in tried]
         return (untried or available)[0]
 
-    def _new_attempt(self, pt: dict[str, Any], last: dict[str, Any] | None) -> None:
+    def _new_attempt(self, pt: dict[str, Any], last: RunRow | None) -> None:
         from bosun.engine.lifecycle import prepare
 
         attempt = pt["attempts"] + 1
@@ -203,7 +206,7 @@ class TaskRunner:
 
         getattr(lifecycle, verb)(self.ctx, run_id)
 
-    def _recover(self, run: dict[str, Any]) -> None:
+    def _recover(self, run: RunRow) -> None:
         from bosun.engine.lifecycle import recover
 
         owner = locks.read_owner(run["id"])
@@ -212,7 +215,7 @@ class TaskRunner:
                        f"wait for it, or `bosun cancel {run['id']}`")
         recover(self.ctx, run["id"])
 
-    def _approve(self, run: dict[str, Any]) -> None:
+    def _approve(self, run: RunRow) -> None:
         from bosun.engine.lifecycle import approve
 
         waivers = {}
@@ -229,7 +232,7 @@ class TaskRunner:
                 self.ctx.store.merge_data(run["id"], error=exc.to_dict())
                 self.ctx.store.transition(run["id"], states.VERIFIED, states.REJECTED, "approval refused: " + exc.message[:300])
 
-    def _build_landing(self, run: dict[str, Any]) -> bool:
+    def _build_landing(self, run: RunRow) -> bool:
         try:
             commit, digest = plan_git.build_landing(run, self.contract, self.plan_id, self.task_id)
         except BosunError as exc:
@@ -240,7 +243,7 @@ class TaskRunner:
                   event=f"verified and approved; landing {commit[:12] if commit else '(no change)'}")
         return True
 
-    def _attempt_failed(self, pt: dict[str, Any], run: dict[str, Any]) -> bool:
+    def _attempt_failed(self, pt: dict[str, Any], run: RunRow) -> bool:
         """Record a failed attempt; discard it and return False (retry) or keep it and return True."""
         from bosun.engine.run_report import write_report
 
@@ -263,7 +266,7 @@ class TaskRunner:
         discard_run(self.ctx, run["id"])
         return False
 
-    def _give_up(self, pt: dict[str, Any], run: dict[str, Any] | None) -> str:
+    def _give_up(self, pt: dict[str, Any], run: RunRow | None) -> str:
         err = pt["data"].get("error") or {"code": "TASK_FAILED", "message": "no attempt left", "hint": ""}
         self._set(state=model.T_FAILED, data={"error": err},
                   event=f"failed after {pt['attempts']} attempt(s): {err.get('message', '')[:300]}")

@@ -24,6 +24,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fas
 if TYPE_CHECKING:
     from typing import Any
 
+    from bosun.store.rows import RunRow
+
 RUN_COLUMNS = (
     "id", "state", "title", "repo", "source_branch", "base", "start_commit", "branch", "worktree",
     "profile", "profile_reason", "diff_sha256", "files_changed", "session_id", "merged_commit",
@@ -74,11 +76,11 @@ class Store:
             )
             db.execute("INSERT INTO run_search(run_id, title, prompt) VALUES (?,?,?)", (row["id"], row["title"], prompt))
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
+    def get_run(self, run_id: str) -> RunRow | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _run_dict(row) if row else None
 
-    def require_run(self, run_id: str) -> dict[str, Any]:
+    def require_run(self, run_id: str) -> RunRow:
         run = self.get_run(run_id)
         if run is None:
             raise NotFound(f"no run with id {run_id!r}", "`bosun list` shows your runs", code="UNKNOWN_RUN")
@@ -86,7 +88,7 @@ class Store:
 
     def list_runs(
         self, state: str | None = None, limit: int = 50, search: str | None = None, plan_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[RunRow]:
         sql = "SELECT * FROM runs"
         where: list[str] = []
         args: list[Any] = []
@@ -212,10 +214,10 @@ class Store:
             db.execute("DELETE FROM cooldowns WHERE profile = ?", (profile,))
 
 
-def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+def _run_dict(row: sqlite3.Row) -> RunRow:
     d = dict(row)
     d["data"] = json.loads(d.get("data") or "{}")
-    return d
+    return d  # type: ignore[return-value]  # the runs table's columns are RunRow's keys
 
 
 def open_store() -> Store:

@@ -12,7 +12,7 @@ import json
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +27,9 @@ from bosun.store.db import Store, open_store
 from bosun.web import pages
 from bosun.web.html import e, layout
 from bosun.web.security import Guard, allowed_hosts
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 STATIC = Path(__file__).parent / "static"
 POLL_S = 0.5
@@ -155,8 +158,8 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         if fn is None:
             return _not_found()
 
-        def call() -> dict[str, Any]:
-            return fn(Ctx(stores.get()), rid)  # type: ignore[no-any-return, operator]
+        def call() -> RunRow:
+            return fn(Ctx(stores.get()), rid)  # type: ignore[operator]
 
         try:
             result = await run_in_threadpool(call)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import read_json
 from bosun.history import refresh
@@ -28,6 +28,9 @@ from bosun.web.html import (
     tokens,
 )
 from bosun.web.svg import bar_chart, plan_graph
+
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
 
 PAGE_SIZE = 50
 EVENTS_SHOWN = 400
@@ -121,7 +124,7 @@ def run_page(store: Store, run_id: str) -> str | None:
                   active="runs", live=f"run:{run_id}")
 
 
-def run_body(store: Store, run: dict[str, Any]) -> str:
+def run_body(store: Store, run: RunRow) -> str:
     rid = run["id"]
     rdir = run_dir(rid)
     data = run.get("data") or {}
@@ -157,7 +160,7 @@ def _section(title: str, body: str, open_: bool = False) -> str:
     return f'<details class="sec" id="sec-{slug}"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
 
 
-def _actions(run: dict[str, Any]) -> str:
+def _actions(run: RunRow) -> str:
     rid = e(run["id"])
     buttons = []
     if run["state"] in APPROVABLE:
@@ -187,7 +190,7 @@ def _gates(doc: dict[str, Any]) -> str:
             + (f'<p class="muted small">diff sha256 {e(digest)}</p>' if digest else ""))
 
 
-def _diff(rdir: Path, run: dict[str, Any]) -> str:
+def _diff(rdir: Path, run: RunRow) -> str:
     for name, note in (("diff.patch", "as verified"), ("final.patch", "saved before the worktree was removed")):
         path = rdir / name
         if path.exists():

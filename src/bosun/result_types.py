@@ -1,0 +1,41 @@
+"""The shape of the result object (``--json`` of every run verb, docs/cli.md), for the type checker.
+
+Imported only under ``TYPE_CHECKING`` by the fast CLI paths (it needs ``typing`` at run time)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class _RunResultKeys(TypedDict):
+    id: str
+    state: str
+    title: str
+    profile: str | None
+    profile_reason: str | None
+    base: str
+    source_branch: str
+    branch: str
+    worktree: str
+    diff_sha256: str | None
+    files_changed: int
+    gates: list[dict[str, Any]]  # {code, ok, detail[, waived]}
+    verification: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    cost_usd: float | None
+    merged_commit: str | None
+    error: dict[str, Any] | None  # {code, message, hint}: only while it describes the run's state
+    run_dir: str
+
+
+class RunResult(_RunResultKeys, total=False):
+    """The keys every result has, and those only some runs (or the full, not brief, form) have."""
+
+    review: dict[str, Any]  # the self-review's verdict
+    answer_verified: bool | None  # an explore/review answer's citations, all backed
+    citations: dict[str, Any]
+    read_only_violation: dict[str, Any]
+    sandbox: dict[str, Any]
+    unenforced: list[str]
+    savings: dict[str, Any] | None
+    final_message: str | None

@@ -7,6 +7,7 @@ exit code, parser state and stderr into a ``WorkerResult`` with a classified fai
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
@@ -233,7 +234,7 @@ def cli_version(binary: str, args: tuple[str, ...] = ("--version",), timeout: fl
         return str(cached)
     try:
         res = run_quick([binary, *args], timeout=timeout)
-    except (OSError, TimeoutError, Exception):  # noqa: BLE001 - a broken CLI is reported by doctor, not raised
+    except (OSError, subprocess.SubprocessError, ValueError):  # a broken CLI is reported by doctor, not raised
         return None
     m = re.search(r"\d+\.\d+\.\d+[\w.-]*", res.stdout + res.stderr)
     version = m.group(0) if m else None
@@ -266,7 +267,8 @@ def _version_cache() -> dict[str, Any]:
         data = json.loads(_version_file().read_text("utf-8"))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    versions = data.get("versions") if isinstance(data, dict) else None
+    return versions if isinstance(versions, dict) else {}  # an older layout is rebuilt on the next check
 
 
 def _save_version(key: str, version: str) -> None:
@@ -279,7 +281,7 @@ def _save_version(key: str, version: str) -> None:
     try:
         path = _version_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(data, indent=0))
+        write_text_atomic(path, json.dumps({"format_version": 1, "versions": data}, indent=0))
     except OSError:
         pass  # a read-only cache only costs the next check a CLI start
 

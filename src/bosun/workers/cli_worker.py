@@ -197,7 +197,7 @@ def load_usage_total(path: Path, session_id: str | None) -> Usage | None:
     if not session_id:
         return None
     try:
-        saved = json.loads(path.read_text())[session_id]
+        saved = json.loads(path.read_text())["sessions"][session_id]
         return Usage(**{k: int(saved.get(k) or 0) for k in _USAGE_KEYS})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -207,14 +207,14 @@ def save_usage_total(path: Path, session_id: str | None, total: Usage) -> None:
     if not session_id:
         return
     try:
-        saved = json.loads(path.read_text())
+        saved = json.loads(path.read_text()).get("sessions")
         if not isinstance(saved, dict):
             saved = {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         saved = {}
     saved[session_id] = {k: getattr(total, k) for k in _USAGE_KEYS}
     try:
-        write_text_atomic(path, json.dumps(saved))
+        write_text_atomic(path, json.dumps({"format_version": 1, "sessions": saved}))
     except OSError:
         pass  # the next resume counts the session's earlier usage again: an overcount, never a failure
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bosun.errors import BadInput
+from bosun.worktree_config import PoolConfig, WorktreeConfig
 
 ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp")
 
@@ -168,6 +169,8 @@ class Settings(BaseModel):
         default="any", description="TCP connects a sandboxed worker may make: any, or only to its provider's port"
     )
     budget: Budget = Field(default_factory=Budget)
+    worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
 
     @field_validator("profiles")
     @classmethod

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bosun.errors import BadInput, Problem, ProblemsFound
+from bosun.worktree_config import WorktreeConfig
 
 
 class Mode(str, Enum):
@@ -142,6 +143,10 @@ class TaskContract(_Strict):
     holdout: list[str] = Field(
         default_factory=list,
         description="globs of files the worker never sees; bosun adds them back only to verify",
+    )
+    worktree: WorktreeConfig | None = Field(
+        default=None, description="set-up of the worktree added to bosun.toml's [worktree] (include, symlink, "
+        "setup, ports)",
     )
 
     @field_validator("prompt")

@@ -355,6 +355,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from bosun.cli.pool_cli import cmd_gc as run
+
+    return run(args)
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    from bosun.cli.pool_cli import cmd_pool as run
+
+    return run(args)
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from bosun.config import load_settings
     from bosun.isolation.git import repo_root

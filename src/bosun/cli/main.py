@@ -124,10 +124,11 @@ PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
 VERBS = (
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
     "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
-    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "replay",
+    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "replay",
 )
 PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
 INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
+WORKTREE_VERBS = ("gc", "pool")  # built by cli/pool_cli.py
 
 
 def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
@@ -287,6 +288,10 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         from bosun.cli.insight_cli import add_insight_parsers
 
         add_insight_parsers(sub)
+    if wanted in ("*", None, *WORKTREE_VERBS):
+        from bosun.cli.pool_cli import add_worktree_parsers
+
+        add_worktree_parsers(sub, wanted)
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")

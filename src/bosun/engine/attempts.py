@@ -22,6 +22,7 @@ from bosun.contract import Mode, TaskContract
 from bosun.engine import record
 from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
+from bosun.engine.worktrees import run_env
 from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
@@ -146,6 +147,7 @@ def worker_confinement(
     the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
     TMPDIR, git guard and task file. ``caches``: the profile's CLI caches kept across runs
     (workers/cli_cache.py), which the CLI itself writes."""
+    from bosun.engine.worktrees import environment_reads
     from bosun.sandbox import Confinement
 
     worktree = Path(run["worktree"])
@@ -158,7 +160,7 @@ def worker_confinement(
     return Confinement(
         writable=writable,
         deny_read=(repo, paths.bosun_home()),
-        readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK),
+        readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK, *environment_reads(run)),
         connect_ports=connect_ports,
     )
 
@@ -305,7 +307,7 @@ def run_attempts(
                 task_file=task_file,
                 profile=profile,
                 prompt=prompt_override or resume or render_prompt(task),
-                env=worker_env(profile, home, tmp, guard_env),
+                env={**worker_env(profile, home, tmp, guard_env), **run_env(run)},
                 emit=emit,
                 timeout_s=task.timeout_s or profile.timeout_s,
                 idle_timeout_s=profile.idle_timeout_s,

@@ -56,8 +56,14 @@ def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> di
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
     workdir = paths.run_dir(run["id"]) / "baseline"
-    result = verify_commit(repo, start, list(task.verify), workdir, task.title,
-                           confine_to=lambda wt, home: verify_confinement(repo, wt, home), should_stop=should_stop)
+    from bosun.engine.worktrees import before_verify, with_run_env
+
+    def confine_to(wt: Path, home: Path) -> Any:
+        before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
+        return verify_confinement(repo, wt, home)
+
+    result = verify_commit(repo, start, list(with_run_env(task, run).verify), workdir, task.title,
+                           confine_to=confine_to, should_stop=should_stop)
     if should_stop is not None and should_stop():
         return None  # stopped half-way: proves nothing, and is never cached
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})

@@ -51,10 +51,10 @@ def prepare(
     """
     from bosun.engine.heldout import holdout_paths, strip_holdout
     from bosun.engine.preflight import check_task
+    from bosun.engine.worktrees import open_worktree, set_up_run
     from bosun.isolation.change import create_view
     from bosun.isolation.git import current_branch, head_commit
     from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
-    from bosun.isolation.worktree import create_worktree
 
     # Everything that can be known to fail is checked before anything is created (exit 2, all problems).
     pf = check_task(task, repo_path, profile_name, ctx.store, overrides=ctx.settings_overrides)
@@ -117,8 +117,9 @@ def prepare(
 
         preload_tokenizer()
     try:
-        create_worktree(repo, wt, branch, start)
+        wt = open_worktree(ctx.store, settings, task, repo, run_id, branch, start, wt)
         view = create_view(rdir, wt, repo, start)
+        set_up_run(ctx.store, settings, task, repo, run_id, wt, start, view)
     except BosunError as exc:
         _fail(ctx, run_id, states.PREPARED, f"worktree creation failed: {exc.message}")
         raise

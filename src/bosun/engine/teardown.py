@@ -24,6 +24,7 @@ CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
 
 def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
     """Remove the worktree and branch of an integrated or discarded run."""
+    from bosun.engine.worktrees import close_worktree
     from bosun.isolation.worktree import remove_worktree
 
     with locks.run_lock(run_id):
@@ -41,7 +42,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
             run["state"] = states.CANCELLED
         preserve_diff(run)
         _restore_worktree_pointer(run)
-        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
+        close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run)  # back to the pool, or removed
         baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
             remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)

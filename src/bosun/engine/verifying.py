@@ -65,7 +65,11 @@ def fresh_verify_home(run_id: str) -> Path:
 
 
 def run_verify_commands(task: TaskContract, run: RunRow, workdir: Path) -> dict[str, Any]:
+    from bosun.engine.worktrees import before_verify, with_run_env
     from bosun.verification import run_verification, verify_confinement
+
+    before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
+    task = with_run_env(task, run)
 
     home = fresh_verify_home(run["id"])
     try:
@@ -101,9 +105,10 @@ def verify_change(
     """
     from bosun.contract import Mode
     from bosun.engine.heldout import heldout_tree, holdout_gate, rewritten_gate, with_holdout
+    from bosun.engine.worktrees import environment_gates
     from bosun.isolation.change import materialize
 
-    refusals = problem_gates(change) + refusals
+    refusals = problem_gates(change) + refusals + environment_gates(run)
     if refusals:
         skipped: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "tree": change.tree,
                    "skipped": "not run: " + "; ".join(g.detail for g in refusals)}

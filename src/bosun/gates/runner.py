@@ -56,7 +56,9 @@ ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY"
                                       "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE",
                                       # engine/verdict.py: a read-only run that wrote, an answer's
                                       # unbacked citations, an escalated self-review
-                                      "READ_ONLY_VIOLATION", "INVALID_CITATIONS", "SELF_REVIEW_ESCALATED")
+                                      "READ_ONLY_VIOLATION", "INVALID_CITATIONS", "SELF_REVIEW_ESCALATED",
+                                      # engine/worktrees.py: set-up's files changed behind a link
+                                      "ENVIRONMENT_CHANGED")
 
 
 def run_gates(ctx: GateContext) -> list[GateResult]:

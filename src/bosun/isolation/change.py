@@ -116,6 +116,18 @@ class View:
         return self.git_dir / "info" / "start-excludes"
 
     @property
+    def environment(self) -> Path:
+        """Root-anchored patterns of the paths set-up owns (:mod:`bosun.isolation.setup`): never part
+        of the change, kept by ``materialize``."""
+        return self.git_dir / "info" / "environment"
+
+    def environment_patterns(self) -> list[str]:
+        try:
+            return [ln for ln in self.environment.read_text("utf-8").splitlines() if ln]
+        except FileNotFoundError:
+            return []
+
+    @property
     def gitfile_record(self) -> Path:
         return self.git_dir / "worktree-gitfile"
 
@@ -194,6 +206,16 @@ def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: 
     return view
 
 
+def set_environment(view: View, paths: list[str]) -> None:
+    """Record the worktree paths set-up owns: the change leaves them out, ``materialize`` keeps them."""
+    view.environment.write_text("".join("/" + _escape_pattern(p) + "\n" for p in paths))
+
+
+def _escape_pattern(path: str) -> str:
+    # A literal path as a gitignore pattern: glob characters and a leading "!" or "#" escaped.
+    return "".join("\\" + c if c in "*?[]\\!#" else c for c in path)
+
+
 # ---------------------------------------------------------------------------------------------
 # ignore rules of the start tree
 
@@ -258,7 +280,9 @@ def scan(view: View) -> Change:
     # Tracked paths first: the index holds the previous scan (or the start tree), and its stat cache
     # spares unchanged files. Deleted files leave the index here.
     view.git(["add", "-u", "--", "."])
-    others = [p for p in view.git(["ls-files", "-z", "--others", f"--exclude-from={view.excludes}"]).split(b"\0") if p]
+    env_rules = [f"--exclude-from={view.environment}"] if view.environment.is_file() else []
+    others = [p for p in view.git(["ls-files", "-z", "--others", f"--exclude-from={view.excludes}", *env_rules])
+              .split(b"\0") if p]
     keep = []
     for raw in others:
         name = os.fsdecode(raw)
@@ -374,10 +398,12 @@ def materialize(view: View, tree: str) -> None:
 
     ``read-tree --reset -u`` compares every entry's stat data with the disk (racily-clean entries by
     content) and rewrites what differs; ``clean -ffdx`` removes every file the tree does not hold,
-    ignored ones included. A nested repository is refused before this point.
+    ignored ones included, except the paths set-up owns (``environment``). A nested repository is refused
+    before this point.
     """
     view.git(["read-tree", "--reset", "-u", tree])
-    view.git(["clean", "-ffdxq"])
+    keep = [arg for pattern in view.environment_patterns() for arg in ("-e", pattern)]
+    view.git(["clean", "-ffdxq", *keep])
     _remove_nested_git_entries(view.worktree)
 
 

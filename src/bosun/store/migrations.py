@@ -153,11 +153,37 @@ M004_RUN_HISTORY = """
 """
 
 
+# Worktree housekeeping (bosun.isolation.ports, bosun.isolation.pool): the port blocks leased to runs,
+# and the warm pool's worktrees, each in exactly one state (idle, leased to one run, reclaiming).
+M005_WORKTREES = """
+        CREATE TABLE port_leases (
+            first_port INTEGER PRIMARY KEY,   -- a block [first_port, first_port + size)
+            size INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            leased_at REAL NOT NULL
+        );
+        CREATE INDEX port_leases_run ON port_leases(run_id);
+        CREATE TABLE pool_worktrees (
+            path TEXT PRIMARY KEY,            -- the checkout, under $BOSUN_HOME/pool/
+            repo TEXT NOT NULL,
+            state TEXT NOT NULL,              -- idle, leased, reclaiming
+            run_id TEXT,                      -- the run holding it (leased)
+            head TEXT,                        -- the commit checked out
+            setup_key TEXT,                   -- what the set-up in it was made from
+            owner_pid INTEGER,                -- the process reclaiming or creating it
+            owner_start TEXT,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX pool_worktrees_repo ON pool_worktrees(repo, state)
+"""
+
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_runs", M001_RUNS),
     ("002_run_search", M002_RUN_SEARCH),
     ("003_plans", M003_PLANS),
     ("004_run_history", M004_RUN_HISTORY),
+    ("005_worktrees", M005_WORKTREES),
 ]
 
 

@@ -1,0 +1,332 @@
+"""`bosun gc`: remove what finished runs left behind, never anything of a live run or not bosun's.
+
+What goes, each only when it is provably bosun's and provably dead:
+
+* **finished runs' worktrees and branches** (integrated, reported, cancelled): through ``cleanup``,
+  which takes the run lock (a live owner makes gc skip the run), saves the worker's leftover diff to
+  ``final.patch`` and removes the worktree and its ``bosun/<id>`` branch;
+* **run directories** (records and logs) of cleaned runs older than ``--older-than`` that are not among
+  the ``--keep`` newest; the run's row in the store stays (history, receipts);
+* **orphaned worktrees**: directories under ``$BOSUN_HOME/worktrees`` whose run is gone from the store or
+  already cleaned, and ``bosun/<id>`` branches whose run is cleaned;
+* **run directories without a run** and cached baselines, both older than ``--older-than``;
+* **pool worktrees beyond the pool's size** (idle ones only: :mod:`bosun.isolation.pool`).
+
+A run is live when its state can still move on (anything but integrated, reported, cancelled or
+cleaned), when a live process holds its lock, or when the plan it belongs to is still running. Safe to
+run from cron: each removal takes the run lock first, and a dry run removes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun import states as S
+from bosun.engine import locks
+from bosun.errors import BosunError, Busy
+from bosun.isolation.diskuse import disk_usage
+from bosun.store.db import Store
+
+# Runs whose state can no longer move to anything that needs the worktree.
+FINISHED = frozenset({S.INTEGRATED, S.REPORTED, S.CANCELLED, S.CLEANED})
+DEFAULT_OLDER_THAN_S = 30 * 86400.0
+DEFAULT_KEEP = 20
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
+
+
+@dataclass
+class Removal:
+    kind: str  # worktree, branch, run_dir, orphan_worktree, orphan_branch, orphan_run_dir, baseline, pool_worktree
+    path: str
+    bytes: int
+    run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "bytes": self.bytes, "run_id": self.run_id}
+
+
+@dataclass
+class GcResult:
+    dry_run: bool
+    removed: list[Removal] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(r.bytes for r in self.removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "removed": [r.to_dict() for r in self.removed],
+                "bytes_freed": self.bytes_freed, "skipped": self.skipped}
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h``, ``2w``, ``90m`` or plain seconds -> seconds."""
+    from bosun.errors import BadInput
+
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+    raw = text.strip().lower()
+    try:
+        if raw and raw[-1] in units:
+            value = float(raw[:-1]) * units[raw[-1]]
+        else:
+            value = float(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadInput(f"cannot read the age {text!r}", "write it like 30d, 12h, 2w or 90m")
+    return value
+
+
+def _lock_alive(run_id: str) -> bool:
+    return locks.owner_alive(locks.read_owner(run_id))
+
+
+def _plan_alive(store: Store, run: RunRow) -> bool:
+    from bosun.store.worktrees import plan_state
+
+    plan_id = run.get("plan_id")
+    return bool(plan_id) and plan_state(store, str(plan_id)) in ("running", "paused")
+
+
+def collect(
+    store: Store,
+    older_than_s: float = DEFAULT_OLDER_THAN_S,
+    keep: int = DEFAULT_KEEP,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> GcResult:
+    from bosun.store.worktrees import all_runs
+
+    now = time.time() if now is None else now
+    result = GcResult(dry_run=dry_run)
+    runs = all_runs(store)
+    by_id = {r["id"]: r for r in runs}
+    for run in runs:
+        _finished_worktree(store, run, result)
+    _orphan_worktrees(by_id, result)
+    _orphan_branches(store, runs, result)
+    newest = {r["id"] for r in sorted(runs, key=lambda r: r["created_at"], reverse=True)[: max(0, keep)]}
+    for run in runs:
+        if run["id"] not in newest:
+            _old_run_dir(store, run, now - older_than_s, result)
+    _orphan_run_dirs(by_id, now - older_than_s, result)
+    _old_baselines(now - older_than_s, result)
+    _pool_surplus(store, result)
+    return result
+
+
+def _skip(result: GcResult, run_id: str, reason: str) -> None:
+    result.skipped.append({"run_id": run_id, "reason": reason})
+
+
+def _finished_worktree(store: Store, run: RunRow, result: GcResult) -> None:
+    from bosun.isolation.worktree import branch_exists
+
+    wt = Path(run["worktree"])
+    has_branch = run["state"] != S.CLEANED and branch_exists(run["repo"], run["branch"]) if Path(run["repo"]).is_dir() else False
+    if run["state"] not in FINISHED or run["state"] == S.CLEANED or not (wt.exists() or has_branch):
+        return
+    if _lock_alive(run["id"]):
+        _skip(result, run["id"], "a live process holds the run")
+        return
+    if _plan_alive(store, run):
+        _skip(result, run["id"], "its plan is still running")
+        return
+    size = disk_usage(wt) if _is_bosun_worktree(wt) else 0
+    if not result.dry_run:
+        from bosun.engine.context import Ctx
+        from bosun.engine.teardown import cleanup
+
+        try:
+            cleanup(Ctx(store), run["id"])
+        except Busy:
+            _skip(result, run["id"], "a live process holds the run")
+            return
+        except BosunError as exc:
+            _skip(result, run["id"], f"cleanup failed: {exc.message}")
+            return
+    result.removed.append(Removal("worktree", str(wt), size, run["id"]))
+    if has_branch:
+        result.removed.append(Removal("branch", f"{run['repo']}:{run['branch']}", 0, run["id"]))
+
+
+def _is_bosun_worktree(path: Path) -> bool:
+    """Under bosun's own worktrees or pool directory (never a path a damaged row could point anywhere)."""
+    home = paths.bosun_home()
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(home / sub) + os.sep) for sub in ("worktrees", "pool"))
+
+
+def _repo_of_worktree(wt: Path) -> Path | None:
+    """The main repository a linked worktree belongs to, read from its ``.git`` file."""
+    gitfile = wt / ".git"
+    try:
+        text = gitfile.read_text("utf-8") if gitfile.is_file() and not gitfile.is_symlink() else ""
+    except OSError:
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    gitdir = Path(text[len("gitdir: "):].strip())
+    # <repo>/.git/worktrees/<name>
+    if gitdir.parent.name != "worktrees":
+        return None
+    common = gitdir.parent.parent
+    return common.parent if common.name == ".git" else common
+
+
+def _orphan_worktrees(by_id: dict[str, RunRow], result: GcResult) -> None:
+    root = paths.bosun_home() / "worktrees"
+    if not root.is_dir():
+        return
+    for entry in sorted(root.iterdir()):
+        name = entry.name
+        run = by_id.get(name)
+        if not paths.RUN_ID_RE.match(name) or entry.is_symlink():
+            continue
+        if run is not None and run["state"] != S.CLEANED:
+            continue  # a run that owns it: handled above, or live
+        if _lock_alive(name):
+            _skip(result, name, "a live process holds the run")
+            continue
+        size = disk_usage(entry)
+        if not result.dry_run:
+            try:
+                locks.acquire(name)
+            except Busy:
+                _skip(result, name, "a live process holds the run")
+                continue
+            try:
+                _remove_worktree_dir(entry)
+            finally:
+                locks.release(name)
+        result.removed.append(Removal("orphan_worktree", str(entry), size, name))
+
+
+def _remove_worktree_dir(path: Path) -> None:
+    from bosun.isolation.worktree import remove_worktree
+
+    repo = _repo_of_worktree(path)
+    if repo is not None and repo.is_dir():
+        try:
+            remove_worktree(repo, path, None, delete_branch=False)
+        except BosunError:
+            pass
+    if path.exists() or path.is_symlink():
+        _rmtree(path)
+
+
+def _rmtree(path: Path) -> None:
+    def writable(func: Any, p: str, _exc: Any) -> None:
+        # A worker may have left read-only directories: make them writable and retry once.
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, onerror=writable)
+
+
+def _orphan_branches(store: Store, runs: list[RunRow], result: GcResult) -> None:
+    """``bosun/<id>`` branches of cleaned runs that are still there (a cleanup interrupted half-way)."""
+    from bosun.isolation.git import git
+
+    by_repo: dict[str, dict[str, RunRow]] = {}
+    for r in runs:
+        by_repo.setdefault(r["repo"], {})[r["branch"]] = r
+    for repo, branches in by_repo.items():
+        if not Path(repo).is_dir():
+            continue
+        res = git(["for-each-ref", "--format=%(refname:short)", "refs/heads/bosun/"], repo, check=False)
+        for name in res.stdout.split():
+            run = branches.get(name)
+            if run is None or run["state"] != S.CLEANED or _lock_alive(run["id"]):
+                continue  # not ours (another home, a plan branch) or not provably dead
+            if Path(run["worktree"]).exists():
+                continue  # the orphan worktree goes first; the branch on the next pass
+            if not result.dry_run:
+                git(["branch", "-D", name], repo, check=False)
+            result.removed.append(Removal("orphan_branch", f"{repo}:{name}", 0, run["id"]))
+
+
+def _old_run_dir(store: Store, run: RunRow, cutoff: float, result: GcResult) -> None:
+    rdir = paths.run_dir(run["id"])
+    if run["state"] != S.CLEANED or run["updated_at"] > cutoff or not rdir.is_dir():
+        return
+    if _lock_alive(run["id"]):
+        _skip(result, run["id"], "a live process holds the run")
+        return
+    if Path(run["worktree"]).exists():
+        return  # never the records of a run whose worktree is still there
+    size = disk_usage(rdir)
+    if not result.dry_run:
+        try:
+            locks.acquire(run["id"])
+        except Busy:
+            _skip(result, run["id"], "a live process holds the run")
+            return
+        try:
+            _rmtree(rdir)
+            store.merge_data(run["id"], records_removed_at=time.time())
+        finally:
+            locks.release(run["id"])
+    result.removed.append(Removal("run_dir", str(rdir), size, run["id"]))
+
+
+def _orphan_run_dirs(by_id: dict[str, RunRow], cutoff: float, result: GcResult) -> None:
+    root = paths.runs_root()
+    if not root.is_dir():
+        return
+    for entry in sorted(root.iterdir()):
+        name = entry.name
+        if name in by_id or not paths.RUN_ID_RE.match(name) or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            if entry.stat().st_mtime > cutoff:
+                continue  # maybe a run being created right now: its row comes a moment later
+        except OSError:
+            continue
+        if _lock_alive(name) or (paths.worktree_dir(name)).exists():
+            continue
+        size = disk_usage(entry)
+        if not result.dry_run:
+            _rmtree(entry)
+        result.removed.append(Removal("orphan_run_dir", str(entry), size, name))
+
+
+def _old_baselines(cutoff: float, result: GcResult) -> None:
+    root = paths.bosun_home() / "baselines"
+    if not root.is_dir():
+        return
+    for entry in sorted(root.glob("*.json")):
+        try:
+            if entry.stat().st_mtime > cutoff:
+                continue
+        except OSError:
+            continue
+        size = disk_usage(entry)
+        if not result.dry_run:
+            entry.unlink(missing_ok=True)
+        result.removed.append(Removal("baseline", str(entry), size))
+
+
+def _pool_surplus(store: Store, result: GcResult) -> None:
+    """Idle pool worktrees beyond each repository's ``[pool] size`` (leased ones are never touched)."""
+    from bosun.isolation.pool import shrink
+
+    for path, size in shrink(store, dry_run=result.dry_run):
+        result.removed.append(Removal("pool_worktree", path, size))

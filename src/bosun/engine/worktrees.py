@@ -1,0 +1,145 @@
+"""A run's worktree from start to end: fresh or from the warm pool, set up, and given back.
+
+``open_worktree`` (prepare) leases a pooled worktree when ``[pool] size`` is set and one is idle, or
+adds a fresh one. ``set_up_run`` (prepare, after the view exists) leases the run's ports, copies,
+links and runs the set-up, and tells the view which paths are environment. ``before_verify`` (each
+verification) puts the environment back and refuses when something behind a link changed.
+``close_worktree`` (cleanup) gives a pooled worktree back or removes a fresh one, and frees the ports.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bosun import paths
+from bosun.changes import GateResult
+from bosun.config import Settings
+from bosun.contract import TaskContract
+from bosun.isolation import setup as su
+from bosun.store.db import Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from bosun.store.rows import RunRow
+
+
+def open_worktree(store: Store, settings: Settings, task: TaskContract, repo: Path, run_id: str, branch: str,
+                  start: str, fresh_path: Path) -> Path:
+    """The run's worktree, checked out at ``start`` on ``branch``; records a pooled one on the run."""
+    from bosun.isolation.worktree import create_worktree
+
+    if settings.pool.size > 0:
+        from bosun.isolation import pool
+
+        cfg = su.effective(settings.worktree, task.worktree, repo)
+        key = su.setup_key(cfg, repo, start) if cfg.setup else None
+        row = pool.lease(store, repo, run_id, branch, start, key)
+        if row is not None:
+            slot = Path(row["path"])
+            store.update_run(run_id, worktree=str(slot))
+            store.merge_data(run_id, pooled={"path": str(slot), "setup_key": row.get("setup_key")})
+            return slot
+    create_worktree(repo, fresh_path, branch, start)
+    return fresh_path
+
+
+def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path, run_id: str, worktree: Path,
+               start: str, view: Any) -> su.Environment | None:
+    """Ports, included files, links and set-up commands for the run; None when there is nothing to do."""
+    from bosun.isolation.change import set_environment
+    from bosun.isolation.ports import allocate
+
+    cfg = su.effective(settings.worktree, task.worktree, repo)
+    if cfg.empty:
+        return None
+    rdir = paths.run_dir(run_id)
+    block = allocate(store, run_id, cfg.ports, cfg.port_range) if cfg.ports else None
+    pooled = (store.require_run(run_id).get("data") or {}).get("pooled")
+    key = su.setup_key(cfg, repo, start) if cfg.setup else ""
+    if pooled:
+        from bosun.isolation.pool import env_dir_of
+
+        env_dir = env_dir_of(pooled["path"])
+        previous = su.read_manifest(env_dir)
+        reuse = previous.outputs if previous is not None and key and pooled.get("setup_key") == key else None
+    else:
+        env_dir, reuse = rdir / "env", None
+    env = su.set_up(cfg, repo, worktree, start, env_dir, ports_env=block.env() if block else {},
+                    setup_home=rdir / "setup-home", reuse_outputs=reuse, key=key)
+    shutil.rmtree(rdir / "setup-home", ignore_errors=True)
+    env.ports = block.to_dict() if block else None
+    su.write_manifest(rdir, env)
+    if pooled:
+        su.write_manifest(env_dir, env)  # the next run with the same set-up reuses its outputs
+    set_environment(view, env.paths)
+    store.merge_data(run_id, ports=env.ports, setup_key=key or None, environment=env.paths)
+    return env
+
+
+def run_env(run: RunRow) -> dict[str, str]:
+    """What the worker and the verify commands get from set-up: ``BOSUN_PORT`` and ``BOSUN_PORT_RANGE``."""
+    from bosun.isolation.ports import block_of
+
+    block = block_of(run.get("data") or {})
+    return block.env() if block else {}
+
+
+def with_run_env(task: TaskContract, run: RunRow) -> TaskContract:
+    """The task with the run's ports added to every verify command's environment."""
+    extra = run_env(run)
+    if not extra:
+        return task
+    verify = [c.model_copy(update={"env": {**extra, **c.env}}) for c in task.verify]
+    return task.model_copy(update={"verify": verify})
+
+
+def environment_reads(run: RunRow) -> tuple[Path, ...]:
+    """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
+    env = su.read_manifest(paths.run_dir(run["id"]))
+    return tuple(Path(t) for t in env.links.values()) if env else ()
+
+
+def before_verify(run: RunRow, workdir: Path) -> None:
+    """The environment put back into ``workdir`` as set-up left it (the worker may have replaced it)."""
+    env = su.read_manifest(paths.run_dir(run["id"]))
+    if env is not None:
+        su.restore(env, workdir)
+
+
+def environment_gates(run: RunRow) -> list[GateResult]:
+    """``ENVIRONMENT_CHANGED`` when anything set-up put in place changed since (a write through a link,
+    possible only without the sandbox): the verify commands would not run in the set-up the run had."""
+    env = su.read_manifest(paths.run_dir(run["id"]))
+    if env is None or not su.changed_since_setup(env):
+        return []
+    return [GateResult("ENVIRONMENT_CHANGED", False,
+                       "files set-up put in place (linked or copied: " + ", ".join(env.paths[:6]) + ") changed "
+                       "after set-up; a write through a link changes the verify environment")]
+
+
+def close_worktree(store: Store, settings: Settings, run: RunRow) -> None:
+    """Give a pooled worktree back (or remove it), remove a fresh one; free the ports and set-up files.
+    The caller holds the run lock, the run can no longer move, and its diff is saved."""
+    from bosun.isolation import ports
+    from bosun.isolation.pool import give_back
+    from bosun.isolation.worktree import remove_worktree
+
+    if not (_diff_saved(run) and give_back(store, run, settings.pool.size)):
+        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
+    ports.release(store, run["id"])
+    shutil.rmtree(paths.run_dir(run["id"]) / "env", ignore_errors=True)
+
+
+def _diff_saved(run: RunRow) -> bool:
+    """Whether the worker's leftover diff is known (empty, or saved to ``final.patch`` by cleanup): a
+    pooled worktree whose change cannot be computed is removed, never reset for another run."""
+    from bosun.engine.context import compute_change
+    from bosun.errors import BosunError
+
+    try:
+        diff, _ = compute_change(run)
+    except BosunError:
+        return False
+    return not diff or (paths.run_dir(run["id"]) / "final.patch").is_file()

@@ -68,8 +68,10 @@ def pool_root(repo: Path | str) -> Path:
 
 
 def env_dir_of(slot: Path | str) -> Path:
-    """Where a pooled worktree keeps its set-up outputs between runs (beside it, never inside)."""
-    return Path(str(slot) + ".env")
+    """Where a pooled worktree keeps its set-up outputs between runs: outside the directory of the
+    worktrees (a worker's sibling ``../`` writes are looked for there), never inside the worktree."""
+    slot = Path(slot)
+    return paths.bosun_home() / "pool-env" / slot.parent.name / slot.name
 
 
 def _head(path: Path) -> str:
@@ -86,15 +88,15 @@ def warm(store: Store, repo: Path, settings: Settings, at: str = "HEAD") -> list
 
     _repair(store, str(repo))
     size = settings.pool.size
-    rows = pool_rows(store, str(repo))
     made: list[str] = []
     root = pool_root(repo)
     root.mkdir(parents=True, exist_ok=True)
     commit = git(["rev-parse", "--verify", f"{at}^{{commit}}"], repo).stdout.strip()
     n = 0
-    while len(rows) + len(made) < size:
+    # Counted again each time: another `warm` may be filling the same pool.
+    while len(rows := pool_rows(store, str(repo))) < size:
         n += 1
-        slot = root / f"w{n}"
+        slot = root / f"slot-{n}"  # named like a run id: not mistaken for a worker's stray write
         if slot.exists() or any(r["path"] == str(slot) for r in rows):
             continue
         me = _me()

@@ -192,7 +192,7 @@ def test_worktreeinclude_and_a_tasks_own_set_up(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SETUP_SECRET", SECRET)
     repo = setup_repo(tmp_path / "repo")
     with (repo / ".gitignore").open("a") as fh:
-        fh.write("local/\n*.txt\n*.log\n")
+        fh.write("local/\n*.txt\n*.log\nconf/\n")
     (repo / ".worktreeinclude").write_text("# local settings\nlocal\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "worktreeinclude")
@@ -200,12 +200,16 @@ def test_worktreeinclude_and_a_tasks_own_set_up(cli, tmp_path, monkeypatch):
     (repo / "local" / "settings.json").write_text("{}\n")
     (repo / "notes.txt").write_text("ignored, matches the task's include\n")
     (repo / "debug.log").write_text("ignored, matches no include: not copied\n")
+    (repo / "conf").mkdir()
+    (repo / "conf" / "a.json").write_text("{}\n")
+    (repo / "conf" / "b.yaml").write_text("b: 1\n")
     task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytest -q tests"],
-                     worktree={"include": ["*.txt"], "ports": 3})
+                     worktree={"include": ["*.txt", "conf/*.json"], "ports": 3})
     code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "env_record", "--json")
     assert code == 0, res
     wt = Path(res["worktree"])
     assert (wt / "local" / "settings.json").read_text() == "{}\n"
     assert (wt / "notes.txt").is_file() and not (wt / "debug.log").exists()
+    assert (wt / "conf" / "a.json").is_file() and not (wt / "conf" / "b.yaml").exists()
     first, last = (int(p) for p in _facts(res)["port_range"].split("-"))
     assert last - first == 2

@@ -142,7 +142,9 @@ def _finished_worktree(store: Store, run: RunRow, result: GcResult) -> None:
     if _plan_alive(store, run):
         _skip(result, run["id"], "its plan is still running")
         return
-    size = disk_usage(wt) if _is_bosun_worktree(wt) else 0
+    # A pooled worktree goes back to the pool (nothing freed); a fresh one is removed.
+    pooled = bool((run.get("data") or {}).get("pooled"))
+    size = disk_usage(wt) if _is_bosun_worktree(wt) and not pooled else 0
     if not result.dry_run:
         from bosun.engine.context import Ctx
         from bosun.engine.teardown import cleanup

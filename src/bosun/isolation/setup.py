@@ -113,6 +113,26 @@ def _ignored_entries(repo: Path) -> list[str]:
     return [os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p]
 
 
+def _included(repo: Path, patterns: list[str]) -> list[str]:
+    """Ignored files and directories of the user's tree that ``patterns`` name. An ignored directory
+    is one entry (matched as a whole); its files are looked at one by one only when a pattern names
+    something inside it (``config/*.json`` for an ignored ``config/``), so a name pattern never walks
+    ``node_modules``."""
+    from bosun import globs
+
+    out: list[str] = []
+    for rel in _ignored_entries(repo):
+        if globs.match_any(rel, patterns):
+            out.append(rel)
+        elif (repo / rel).is_dir() and any(p.startswith(rel + "/") for p in patterns):
+            for dirpath, _dirs, files in os.walk(repo / rel):
+                for name in files:
+                    inner = os.path.relpath(os.path.join(dirpath, name), repo)
+                    if globs.match_any(inner, patterns):
+                        out.append(inner)
+    return out
+
+
 def _tracked(repo: Path, start: str, rel: str) -> bool:
     from bosun.isolation.git import git
 
@@ -153,8 +173,6 @@ def set_up(
 
     ``reuse_outputs``: set-up outputs already in ``env_dir`` from an earlier run with the same key
     (a pooled worktree): linked again instead of running the set-up commands."""
-    from bosun import globs
-
     env = Environment(env_dir=str(env_dir), setup_key=key)
     env_dir.mkdir(parents=True, exist_ok=True)
     links = [s for s in cfg.symlink]
@@ -168,8 +186,8 @@ def set_up(
     if cfg.include:
         inc_root = env_dir / "include"
         shutil.rmtree(inc_root, ignore_errors=True)
-        for rel in _ignored_entries(repo):
-            if not globs.match_any(rel, cfg.include) or any(rel == s or rel.startswith(s + "/") for s in links):
+        for rel in _included(repo, cfg.include):
+            if any(rel == s or rel.startswith(s + "/") for s in links):
                 continue
             _copy(repo / rel, inc_root / rel)
             env.copies.append(rel)

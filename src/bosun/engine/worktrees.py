@@ -63,7 +63,10 @@ def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path,
 
         env_dir = env_dir_of(pooled["path"])
         previous = su.read_manifest(env_dir)
-        reuse = previous.outputs if previous is not None and key and pooled.get("setup_key") == key else None
+        # Reused only when nothing changed them since they were made: a worker without the sandbox
+        # could have written through a link, and that must not become the next run's environment.
+        same = previous is not None and key and pooled.get("setup_key") == key
+        reuse = previous.outputs if same and previous is not None and not su.changed_since_setup(previous) else None
     else:
         env_dir, reuse = rdir / "env", None
     env = su.set_up(cfg, repo, worktree, start, env_dir, ports_env=block.env() if block else {},

@@ -229,7 +229,8 @@ def start_excludes(view: View, user_exclude: str = "") -> str:
     listing = view.git(["ls-tree", "-r", "-z", "--full-tree", view.start])
     files: list[tuple[str, str]] = []
     for rec in listing.split(b"\0"):
-        if not rec:
+        # Only .gitignore records are decoded (a large tree has tens of thousands of others).
+        if not (rec.endswith(b"/.gitignore") or rec.endswith(b"\t.gitignore")):
             continue
         meta, path = rec.split(b"\t", 1)
         _mode, kind, sha = meta.split(b" ")

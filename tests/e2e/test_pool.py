@@ -202,3 +202,35 @@ def test_a_pooled_run_starts_from_the_new_base_and_reuses_set_up(tmp_path, isola
     assert git(Path(c["worktree"]), "rev-parse", "HEAD").strip() == git(repo, "rev-parse", "HEAD").strip()
     assert count.read_text() == "2"
     assert len(_tokens(Path(c["run_dir"]) / "diff.patch")) == 1
+
+
+def test_a_slot_left_half_made_by_a_dead_process_is_removed(tmp_path, isolated_home):
+    """A `reclaiming` slot whose owner died (bosun killed while creating or resetting it) is in an
+    unknown state: the next warm removes it and makes a clean one; a live owner's slot is left alone."""
+    import subprocess as sp
+
+    from bosun.proc import process_start_time
+    from bosun.store.db import open_store
+    from bosun.store.worktrees import pool_insert, pool_rows
+
+    repo = pool_repo(tmp_path / "repo", size=2)
+    store = open_store()
+    dead = sp.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    root = isolated_home / "pool" / "x"
+    root.mkdir(parents=True)
+    (root / "slot-9").mkdir()
+    (root / "slot-9" / "half.txt").write_text("half-reset\n")
+    assert pool_insert(store, str(root / "slot-9"), str(repo), "reclaiming", {"pid": dead.pid, "start": None})
+    alive = sp.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert pool_insert(store, str(root / "slot-8"), str(repo), "reclaiming",
+                           {"pid": alive.pid, "start": process_start_time(alive.pid)})
+        res = _bosun("pool", "warm", "--repo", str(repo), "--json")
+        paths = {w["path"]: w["state"] for w in res["worktrees"]}
+        assert str(root / "slot-9") not in paths and not (root / "slot-9").exists()
+        assert paths[str(root / "slot-8")] == "reclaiming"  # its owner is alive: not touched
+        assert sorted(r["state"] for r in pool_rows(store, str(repo))) == ["idle", "reclaiming"]
+    finally:
+        alive.kill()
+        alive.wait()

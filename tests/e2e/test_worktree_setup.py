@@ -99,7 +99,14 @@ def env_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return setup_repo(tmp_path / "repo")
 
 
-def test_worker_and_verification_get_the_same_set_up(cli, env_repo, tmp_path):
+@pytest.mark.parametrize("reads", ["all", "worktree"])
+def test_worker_and_verification_get_the_same_set_up(cli, env_repo, tmp_path, reads):
+    if reads == "worktree":
+        if probe().landlock_abi == 0:
+            pytest.skip("this kernel has no Landlock")
+        # Reads confined to the worktree: what set-up linked in stays readable.
+        (env_repo / "bosun.toml").write_text('sandbox_reads = "worktree"\n' + (env_repo / "bosun.toml").read_text())
+        git(env_repo, "commit", "-qam", "private reads")
     code, res = cli("delegate", str(env_task(tmp_path)), "--repo", str(env_repo), "--profile", "env_record", "--json")
     assert code == 0, res
     assert res["state"] == "verified", res["gates"]

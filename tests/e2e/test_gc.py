@@ -32,6 +32,9 @@ def test_gc_removes_exactly_what_is_finished_or_orphaned(cli, repo, tmp_path, is
     from bosun.proc import process_start_time
     from bosun.store.db import open_store
 
+    # Integrated runs keep their worktree here, so gc has finished runs' worktrees to remove.
+    (repo / "bosun.toml").write_text("cleanup_after_integrate = false\n" + (repo / "bosun.toml").read_text())
+    git(repo, "commit", "-qam", "keep worktrees after integrate")
     task = task_yaml(tmp_path / "task.json")
     reported = _delegate(cli, repo, task, "--profile", "fix", "--auto-approve")
     assert reported["state"] == "reported"

@@ -129,7 +129,8 @@ def close_worktree(store: Store, settings: Settings, run: RunRow) -> None:
     from bosun.isolation.pool import give_back
     from bosun.isolation.worktree import remove_worktree
 
-    if not (_diff_saved(run) and give_back(store, run, settings.pool.size)):
+    pooled = bool((run.get("data") or {}).get("pooled"))
+    if not (pooled and _diff_saved(run) and give_back(store, run, settings.pool.size)):
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
     ports.release(store, run["id"])
     shutil.rmtree(paths.run_dir(run["id"]) / "env", ignore_errors=True)

@@ -51,12 +51,16 @@ def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> di
     repo = Path(run["repo"])
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = ((run.get("data") or {}).get("holdout") or {}).get("full_start") or run["start_commit"]
+    from bosun.engine.worktrees import before_verify, environment_identity, with_run_env
+
     key = cache_key(tree_of(repo, start), task)
+    env_id = environment_identity(run)
+    if env_id:  # a baseline made with another set-up (or none) proves nothing about this one
+        key = hashlib.sha256(f"{key}\0{env_id}".encode()).hexdigest()
     cached = read_json(_cache_path(key), None)
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
     workdir = paths.run_dir(run["id"]) / "baseline"
-    from bosun.engine.worktrees import before_verify, with_run_env
 
     def confine_to(wt: Path, home: Path) -> Any:
         before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it

@@ -98,6 +98,15 @@ def with_run_env(task: TaskContract, run: RunRow) -> TaskContract:
     return task.model_copy(update={"verify": verify})
 
 
+def environment_identity(run: RunRow) -> str | None:
+    """What the run's set-up is, for caches of results that depend on it (the baseline): the set-up
+    key, the paths and the fingerprint of their content. None without set-up. Ports are left out."""
+    env = su.read_manifest(paths.run_dir(run["id"]))
+    if env is None:
+        return None
+    return f"{env.setup_key}\0{sorted(env.links)}\0{env.copies}\0{env.fingerprint}"
+
+
 def environment_reads(run: RunRow) -> tuple[Path, ...]:
     """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
     env = su.read_manifest(paths.run_dir(run["id"]))

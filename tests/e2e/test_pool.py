@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 def pool_repo(path: Path, size: int = 2) -> Path:
     repo = make_repo(path)
     with (repo / "bosun.toml").open("a") as fh:
-        for mode in ("write", "hang"):
+        for mode in ("write", "hang", "poison"):
             fh.write(f'\n[profiles.pool_{mode}]\nadapter = "command"\n'
                      f"command = {json.dumps([sys.executable, str(POOLWORKER), mode])}\n")
         fh.write(f"\n[pool]\nsize = {size}\n")
@@ -234,3 +234,24 @@ def test_a_slot_left_half_made_by_a_dead_process_is_removed(tmp_path, isolated_h
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_set_up_outputs_a_worker_changed_are_not_reused(tmp_path, isolated_home):
+    repo = pool_repo(tmp_path / "repo", size=1)
+    count = tmp_path / "setup-count"
+    setup = (f"import pathlib; p = pathlib.Path({str(count)!r}); "
+             "p.write_text(str(int(p.read_text()) + 1) if p.exists() else '1'); "
+             "pathlib.Path('deps').mkdir(); pathlib.Path('deps/lib.txt').write_text('dep')")
+    text = 'sandbox = "off"\n' + (repo / "bosun.toml").read_text()
+    (repo / "bosun.toml").write_text(text + f"\n[worktree]\nsetup = [{json.dumps([sys.executable, '-c', setup])}]\n")
+    git(repo, "commit", "-qam", "setup, no sandbox")
+    task = task_yaml(tmp_path / "task.json")
+    _bosun("pool", "warm", "--repo", str(repo), "--json")
+    a = _bosun("delegate", str(task), "--repo", str(repo), "--profile", "pool_poison", "--json")
+    assert a["state"] == "rejected" and "/pool/" in a["worktree"]
+    assert not next(g for g in a["gates"] if g["code"] == "ENVIRONMENT_CHANGED")["ok"]
+    assert _bosun("discard", a["id"], "--json")["state"] == "cleaned"
+    b = _bosun("delegate", str(task), "--repo", str(repo), "--profile", "pool_write", "--json")
+    assert b["worktree"] == a["worktree"] and b["state"] == "verified", b["gates"]
+    assert count.read_text() == "2"  # the poisoned outputs were made again, not reused
+    assert (Path(b["worktree"]) / "deps" / "lib.txt").read_text() == "dep"

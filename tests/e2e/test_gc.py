@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git, task_yaml
 
 
@@ -27,6 +29,7 @@ def _branches(repo: Path) -> set[str]:
     return set(git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split())
 
 
+@pytest.mark.slow
 def test_gc_removes_exactly_what_is_finished_or_orphaned(cli, repo, tmp_path, isolated_home):
     from bosun.engine import locks
     from bosun.proc import process_start_time

@@ -17,6 +17,8 @@ from bosun.sandbox import probe
 from tests.conftest import ROOT, git, make_repo, task_yaml
 
 SECRET = "topsecretvalue16"
+pytestmark = pytest.mark.slow
+
 ENVWORKER = ROOT / "tests" / "workers" / "envworker.py"
 
 CHECK_ENV = '''import os, pathlib, sys

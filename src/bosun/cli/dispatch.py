@@ -33,6 +33,7 @@ HANDLERS = {
     "mcp": "parents_cli:cmd_mcp", "skill": "parents_cli:cmd_skill", "watch": "parents_cli:cmd_watch",
     "savings": "parents_cli:cmd_savings",
     "history": "insight_cli:cmd_history", "dash": "insight_cli:cmd_dash",
+    "gc": "pool_cli:cmd_gc", "pool": "pool_cli:cmd_pool",
 }
 PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("plan "))
 

@@ -352,21 +352,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return serve_forever(args.script, port=args.port, root=args.root, log_path=args.log, as_json=args.json)
 
 
-
-
-
-def cmd_gc(args: argparse.Namespace) -> int:
-    from bosun.cli.pool_cli import cmd_gc as run
-
-    return run(args)
-
-
-def cmd_pool(args: argparse.Namespace) -> int:
-    from bosun.cli.pool_cli import cmd_pool as run
-
-    return run(args)
-
-
 def cmd_models(args: argparse.Namespace) -> int:
     from bosun.config import load_settings
     from bosun.isolation.git import repo_root

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun import paths
 from bosun.config import Settings, load_settings
 from bosun.contract import TaskContract
 from bosun.engine import record
@@ -20,7 +21,7 @@ from bosun.errors import BadInput
 from bosun.store.db import Store
 
 if TYPE_CHECKING:
-    from bosun.isolation.change import Change
+    from bosun.isolation.change import Change, View
     from bosun.store.rows import RunRow
 
 
@@ -72,6 +73,25 @@ def compute_change(run: RunRow) -> tuple[bytes, list[Any]]:
 
 
 def scan_change(run: RunRow) -> Change:
-    from bosun.engine.verifying import scan_run
-
     return scan_run(run)
+
+
+def view_of(run: RunRow) -> View:
+    """The run's view; made on first use for runs prepared before views existed (no seed index)."""
+    from bosun.isolation.change import create_view, view_for
+
+    rdir = paths.run_dir(run["id"])
+    objects = (run.get("data") or {}).get("view_objects")
+    if objects:
+        view = view_for(rdir, Path(run["worktree"]), Path(objects), run["start_commit"])
+        if view.git_dir.is_dir():
+            return view
+    return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
+
+
+def scan_run(run: RunRow) -> Change:
+    """The worker's change as it is on disk now, read through the run's own view."""
+    from bosun.isolation.change import scan
+
+    return scan(view_of(run))
+

@@ -222,7 +222,7 @@ def _remove_worktree_dir(path: Path) -> None:
         try:
             remove_worktree(repo, path, None, delete_branch=False)
         except BosunError:
-            pass
+            pass  # git no longer knows the worktree: the directory is removed below all the same
     if path.exists() or path.is_symlink():
         _rmtree(path)
 

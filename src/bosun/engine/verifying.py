@@ -29,7 +29,8 @@ from bosun.changes import GateResult
 from bosun.config import Settings
 from bosun.contract import TaskContract
 from bosun.engine import record
-from bosun.isolation.change import Change, View, blob_bytes, create_view, tree_changes, tree_diff, view_for
+from bosun.engine.context import scan_run, view_of  # noqa: F401 - where verification's callers find them
+from bosun.isolation.change import Change, blob_bytes, tree_changes, tree_diff
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -38,23 +39,6 @@ if TYPE_CHECKING:
 # around the worktree): at approve they are recomputed too, but a difference is not tampering.
 # MODULE_SHADOWED reads what is installed beside bosun, which may change between verify and approve.
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
-
-
-def view_of(run: RunRow) -> View:
-    """The run's view; made on first use for runs prepared before views existed (no seed index)."""
-    rdir = paths.run_dir(run["id"])
-    objects = (run.get("data") or {}).get("view_objects")
-    if objects:
-        view = view_for(rdir, Path(run["worktree"]), Path(objects), run["start_commit"])
-        if view.git_dir.is_dir():
-            return view
-    return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
-
-
-def scan_run(run: RunRow) -> Change:
-    from bosun.isolation.change import scan
-
-    return scan(view_of(run))
 
 
 def fresh_verify_home(run_id: str) -> Path:

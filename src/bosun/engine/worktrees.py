@@ -154,5 +154,5 @@ def _diff_saved(run: RunRow) -> bool:
     try:
         diff, _ = compute_change(run)
     except BosunError:
-        return False
+        return False  # the diff cannot be saved: the caller removes the worktree instead of reusing it
     return not diff or (paths.run_dir(run["id"]) / "final.patch").is_file()

@@ -141,7 +141,7 @@ def shrink(store: Store, dry_run: bool = False) -> list[tuple[str, int]]:
         try:
             size = load_settings(Path(repo)).pool.size if Path(repo).is_dir() else 0
         except BosunError:
-            continue
+            continue  # a repo whose config no longer loads keeps its pool as it is until it does
         keep = size - sum(1 for r in rows if r["state"] == LEASED)
         idle = [r for r in rows if r["state"] == IDLE]
         for row in idle[max(0, keep):]:
@@ -182,7 +182,7 @@ def _discard(store: Store, repo: str, slot: Path, expected: str, stale_owner: An
         try:
             remove_worktree(Path(repo), slot, None, delete_branch=False)
         except BosunError:
-            pass
+            pass  # git does not know the slot (a half-made one): the directory goes all the same
     shutil.rmtree(slot, ignore_errors=True)
     shutil.rmtree(env_dir_of(slot), ignore_errors=True)
     pool_delete(store, str(slot), expected)

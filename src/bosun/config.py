@@ -12,12 +12,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bosun.errors import BadInput
 from bosun.worktree_config import PoolConfig, WorktreeConfig
 
-ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp")
+ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp", "remote")
 
 # Files that change how git reads the tree or what Python runs at start-up, before any test: always
 # locked, and each judged by its own gate (GIT_RULES_CHANGED, PYTHON_STARTUP_CHANGED) rather than by
@@ -91,7 +91,7 @@ class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
     adapter: Literal[
-        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp"
+        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp", "remote"
     ] = "command"
     model: str | None = None
     command: list[str] = Field(default_factory=list, description="argv of a `command` worker, or of an `acp` agent")
@@ -171,6 +171,9 @@ class Settings(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    remote: str | None = Field(
+        default=None, description="NATS URL of a remote worker pool; defines the profile `remote` (docs/remote.md)"
+    )
 
     @field_validator("profiles")
     @classmethod
@@ -178,6 +181,13 @@ class Settings(BaseModel):
         for name, prof in v.items():
             prof.name = name
         return v
+
+    @model_validator(mode="after")
+    def _remote_profile(self) -> Settings:
+        # `remote = "nats://..."` is shorthand for a profile named "remote" on the pool "default".
+        if self.remote and "remote" not in self.profiles:
+            self.profiles["remote"] = Profile(name="remote", adapter="remote", base_url=self.remote, model="default")
+        return self
 
     def locked_globs(self) -> list[str]:
         return list(ALWAYS_LOCKED) + list(self.locked)

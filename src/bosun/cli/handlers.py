@@ -69,6 +69,11 @@ def cmd_delegate(args: argparse.Namespace) -> int:
     task = load_contract(args.task)
     _refuse_secret(task, args)
     ctx = _ctx()
+    profile = args.profile
+    if args.remote is not None:  # the worker step runs on a remote pool (cli/remote_cli.py)
+        from bosun.cli.remote_cli import remote_overrides
+
+        ctx.settings_overrides, profile = remote_overrides(args.remote), args.profile or "remote"
 
     def on_prepared(run_id: str) -> None:
         args._created_run = run_id
@@ -76,7 +81,7 @@ def cmd_delegate(args: argparse.Namespace) -> int:
             sys.stderr.write(f"bosun: run {run_id} prepared\n")
 
     run = delegate(
-        ctx, task, Path(args.repo), args.profile, auto_approve=args.auto_approve, wait=args.wait,
+        ctx, task, Path(args.repo), profile, auto_approve=args.auto_approve, wait=args.wait,
         on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
     )
     return _finish(args, run, ctx)

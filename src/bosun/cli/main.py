@@ -124,11 +124,12 @@ PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
 VERBS = (
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
     "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
-    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "replay",
+    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "replay",
 )
 PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
 INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
 WORKTREE_VERBS = ("gc", "pool")  # built by cli/pool_cli.py
+REMOTE_VERBS = ("agent", "agents")  # built by cli/remote_cli.py
 
 
 def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
@@ -157,6 +158,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
     p.add_argument("--dry-run", action="store_true",
                    help="check everything and print the routing decision and the worker's argv; run nothing")
+    p.add_argument("--remote", nargs="?", const="", metavar="URL",
+                   help="run the worker step on a remote pool (default URL: `remote` in bosun.toml); docs/remote.md")
     _secret_flag(p)
     _common(p, repo=True, quiet=True)
 
@@ -288,10 +291,12 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         from bosun.cli.insight_cli import add_insight_parsers
 
         add_insight_parsers(sub)
-    if wanted in ("*", None, *WORKTREE_VERBS):
-        from bosun.cli.pool_cli import add_worktree_parsers
-
-        add_worktree_parsers(sub, wanted)
+    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "replay",
+)
+PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
+INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
+WORKTREE_VERBS = ("gc", "pool")  # built by cli/pool_cli.py
+REMOTE_VERBS = ("agent", "agents")  # built by cli/remote_cli.py
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")

@@ -19,6 +19,7 @@ ADAPTERS: dict[str, str] = {
     "gemini": "bosun.workers.gemini:GeminiWorker",
     "kilo": "bosun.workers.kilo:KiloWorker",
     "acp": "bosun.workers.acp:AcpWorker",
+    "remote": "bosun.workers.remote:RemoteWorker",
 }
 
 

@@ -1,0 +1,242 @@
+"""Remote workers end to end: a real nats-server, agents as real `bosun agent serve` processes running
+scripted workers through the `command` adapter, and the coordinator verifying every change locally."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, git
+
+pytestmark = pytest.mark.slow
+
+
+def test_task_delegated_to_a_pool_of_two_lands_verified(cli, remote_repo, task_file, agents):
+    agents.start("a1")
+    agents.start("a2")
+    code, res = cli("delegate", str(task_file), "--repo", str(remote_repo), "--remote", "--json", "--auto-approve")
+    assert code == 0, res
+    assert res["state"] == "reported"
+    assert res["verification"]["passed"] is True
+    assert "return a + b" in (remote_repo / "src/calc.py").read_text()
+    assert git(remote_repo, "status", "--porcelain") == ""
+    served = [n for n in ("a1", "a2") if "published" in agents.log(n)]
+    assert len(served) == 1, (agents.log("a1"), agents.log("a2"))
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def start_coordinator(repo: Path, task: Path, *extra: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "bosun", "delegate", str(task), "--repo", str(repo), "--remote", "--json", *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, dict]:
+    out, err = proc.communicate(timeout=timeout)
+    try:
+        return proc.returncode, json.loads(out)
+    except json.JSONDecodeError:
+        raise AssertionError(f"exit {proc.returncode}\nstdout: {out}\nstderr: {err}") from None
+
+
+def sent_task(timeout: float = 30) -> tuple[str, str]:
+    """(run id, task id) of the one remote task this test's coordinator has sent."""
+    runs = Path(os.environ["BOSUN_HOME"]) / "runs"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for state in runs.glob("*/remote.json"):
+            doc = json.loads(state.read_text())
+            if doc.get("published"):
+                return state.parent.name, doc["task_id"]
+        time.sleep(0.05)
+    raise AssertionError("the coordinator sent no remote task")
+
+
+def events_text(run_id: str) -> str:
+    return (Path(os.environ["BOSUN_HOME"]) / "runs" / run_id / "events.jsonl").read_text()
+
+
+def nats(url: str, job: Any) -> Any:
+    """Run ``job(nc, js)`` against the hub as a third client."""
+    import nats as nats_client
+
+    async def main() -> Any:
+        nc = await nats_client.connect(url)
+        try:
+            return await job(nc, nc.jetstream())
+        finally:
+            await nc.close()
+
+    return asyncio.run(main())
+
+
+def result_notices(url: str, task_id: str) -> list[dict]:
+    async def job(nc: Any, js: Any) -> list[dict]:
+        got: list[dict] = []
+
+        async def cb(msg: Any) -> None:
+            got.append(json.loads(msg.data))
+
+        await js.subscribe(f"bosun.result.{task_id}", cb=cb, ordered_consumer=True)
+        await asyncio.sleep(1.0)
+        return got
+
+    return nats(url, job)
+
+
+# -- trust --------------------------------------------------------------------------------------
+
+
+def test_a_forged_result_notice_from_a_third_client_is_refused(remote_repo, task_file, agents, nats_server):
+    agents.start("a1", "slow_fix")
+    proc = start_coordinator(remote_repo, task_file)
+    run_id, task_id = sent_task()
+    agents.wait_for("a1", "claimed")
+
+    async def forge(nc: Any, js: Any) -> None:
+        blobs = await js.object_store("bosun_blobs")
+        evil = b"diff --git a/src/calc.py b/src/calc.py\n"
+        await blobs.put("patch-evil", evil)
+        notice = {"task_id": task_id, "agent": "mallory", "revision": 1, "status": "ok", "patch": "patch-evil",
+                  "patch_sha256": hashlib.sha256(evil).hexdigest()}
+        await js.publish(f"bosun.result.{task_id}", json.dumps(notice).encode())
+
+    nats(nats_server.url, forge)
+    code, res = finish(proc)
+    assert code == 0, res
+    assert res["state"] == "verified"
+    assert "return a + b" in Path(res["worktree"], "src/calc.py").read_text()
+    assert "ignored a result from 'mallory'" in events_text(run_id)
+    notices = result_notices(nats_server.url, task_id)
+    assert [n["agent"] for n in notices] == ["mallory", "a1"]
+
+
+def test_a_result_recorded_by_a_client_that_holds_no_lease_is_refused(remote_repo, task_file, agents, nats_server):
+    agents.start("a1", "slow_fix")
+    proc = start_coordinator(remote_repo, task_file)
+    run_id, task_id = sent_task()
+    agents.wait_for("a1", "claimed")
+
+    async def forge(nc: Any, js: Any) -> None:  # writes the terminal record itself, before the holder
+        done = await js.key_value("bosun_done")
+        outcome = {"task_id": task_id, "agent": "mallory", "revision": 1, "status": "ok", "patch": None}
+        await done.create(task_id, json.dumps(outcome).encode())
+
+    nats(nats_server.url, forge)
+    code, res = finish(proc)
+    assert res["state"] == "failed", res
+    assert "refused the result" in res["error"]["message"]
+    assert "return a - b  # bug" in Path(res["worktree"], "src/calc.py").read_text()  # nothing applied
+    agents.wait_for("a1", "a result was already recorded")  # the holder's late result is dropped
+
+
+def test_a_result_that_fails_local_verification_is_rejected_though_the_agent_reported_success(
+        cli, remote_repo, task_file, agents):
+    agents.start("a1", "lie")
+    code, res = cli("delegate", str(task_file), "--repo", str(remote_repo), "--remote", "--json")
+    assert code == 3, res
+    assert res["state"] == "rejected"
+    assert res["verification"]["passed"] is False
+    assert "return a * b" in Path(res["worktree"], "src/calc.py").read_text()
+    assert "return a - b  # bug" in (remote_repo / "src/calc.py").read_text()  # nothing landed
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+
+def test_an_agent_killed_mid_task_has_its_task_redelivered_and_the_run_ends_with_one_result(
+        remote_repo, task_file, agents, nats_server):
+    agents.start("a1", "slow_fix")
+    proc = start_coordinator(remote_repo, task_file)
+    _, task_id = sent_task()
+    agents.wait_for("a1", "claimed")
+    agents.start("a2", "fix")
+    agents.wait_for("a2", "serving")
+    agents.kill("a1")
+    code, res = finish(proc)
+    assert code == 0, res
+    assert res["state"] == "verified"
+    agents.wait_for("a2", "published")
+    assert "delivery 2" in agents.log("a2") or "delivery 3" in agents.log("a2")
+    assert [n["agent"] for n in result_notices(nats_server.url, task_id)] == ["a2"]
+
+
+def test_cancel_reaches_a_running_remote_worker(cli, remote_repo, task_file, agents, nats_server):
+    agents.start("a1", "hang")
+    proc = start_coordinator(remote_repo, task_file)
+    run_id, task_id = sent_task()
+    agents.wait_for("a1", "claimed")
+    time.sleep(1.0)  # the worker is running
+    code, res = cli("cancel", run_id, "--json")
+    assert code in (0, 1), res
+    code, res = finish(proc)
+    assert res["state"] == "cancelled", res
+    agents.wait_for("a1", "result cancelled published")
+    notices = result_notices(nats_server.url, task_id)
+    assert [(n["agent"], n["status"]) for n in notices] == [("a1", "cancelled")]
+    # The agent's own run of the worker was cancelled too (its process is gone with it).
+    assert "cancel requested" in agents.log("a1")
+
+
+def test_the_coordinator_restarts_mid_task_and_picks_the_result_up(cli, remote_repo, task_file, agents):
+    agents.start("a1", "slow_fix_3")
+    proc = start_coordinator(remote_repo, task_file)
+    run_id, task_id = sent_task()
+    agents.wait_for("a1", "claimed")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    agents.wait_for("a1", "published")
+    code, res = cli("recover", run_id, "--json")
+    assert res["state"] == "prepared", res
+    code, res = cli("work", run_id, "--json")
+    assert res["state"] == "worked", res
+    code, res = cli("verify", run_id, "--json")
+    assert code == 0 and res["state"] == "verified", res
+    assert f"resuming task {task_id}" in events_text(run_id)
+    assert agents.log("a1").count("claimed") == 1
+
+
+def test_the_hub_stopped_and_restarted_while_a_task_runs(remote_repo, task_file, agents, nats_server):
+    agents.start("a1", "slow_fix_4")
+    proc = start_coordinator(remote_repo, task_file)
+    sent_task()
+    agents.wait_for("a1", "claimed")
+    nats_server.stop()
+    time.sleep(1.5)
+    nats_server.start()
+    code, res = finish(proc, timeout=120)
+    assert code == 0, res
+    assert res["state"] == "verified"
+
+
+# -- scale ----------------------------------------------------------------------------------------
+
+
+def test_a_plan_of_twelve_tasks_across_three_agents(cli, remote_repo, agents, tmp_path):
+    for name in ("a1", "a2", "a3"):
+        agents.start(name, "plan")
+    check = [sys.executable, str(ROOT / "tests" / "workers" / "plan_worker.py"), "check"]
+    tasks = [{"id": f"t{i}", "prompt": f"@write out/t{i}.txt {i}", "owns": [f"out/t{i}.txt"],
+              "verify": [" ".join([*check, f"out/t{i}.txt", str(i)])]} for i in range(12)]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"title": "twelve", "defaults": {"timeout_s": 60}, "tasks": tasks}))
+    code, res = cli("plan", "run", str(plan), "--repo", str(remote_repo), "--profile", "remote", "--json")
+    assert code == 0, res
+    assert res["state"] == "succeeded"
+    for i in range(12):
+        assert (remote_repo / f"out/t{i}.txt").read_text().strip() == str(i)
+    served = [agents.log(n).count("published") for n in ("a1", "a2", "a3")]
+    assert sum(served) == 12 and sum(1 for s in served if s) >= 2, served

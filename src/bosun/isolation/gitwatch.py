@@ -80,13 +80,34 @@ def take(repo: Path) -> tuple[Path, Snapshot]:
         entry = _read(path)
         if entry is not None:
             snap[str(path.relative_to(common))] = entry
+    for admin in _admins(snap):
+        ident = _admin_identity(common / "worktrees" / admin)
+        if ident is not None:
+            snap[f"worktrees/{admin}"] = ident
     return common, snap
+
+
+def _admin_identity(path: Path) -> Entry | None:
+    """A worktree admin dir's inode: a name git reuses for a new worktree is another admin dir."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return Entry(b"inode:%d:%d" % (st.st_dev, st.st_ino), st.st_mode)
+
+
+def _is_identity(rel: str) -> bool:
+    return rel.startswith("worktrees/") and rel.count("/") == 1
 
 
 def changes(common: Path, before: Snapshot) -> list[str]:
     """Relative paths that were added, changed or removed since ``before``."""
-    live = {a for a in _admins(before) if (common / "worktrees" / a).is_dir()}
-    before = {k: v for k, v in before.items() if not k.startswith("worktrees/") or k.split("/")[1] in live}
+    # Admin dirs removed since (other runs' worktrees) or removed and created again under the same
+    # name (temporary verification worktrees) are not the ones watched.
+    live = {a for a in _admins(before) if (common / "worktrees" / a).is_dir()
+            and _admin_identity(common / "worktrees" / a) == before.get(f"worktrees/{a}")}
+    before = {k: v for k, v in before.items()
+              if not _is_identity(k) and (not k.startswith("worktrees/") or k.split("/")[1] in live)}
     now: Snapshot = {}
     for path in _watched_paths(common, live):
         entry = _read(path)

@@ -234,7 +234,8 @@ def test_a_plan_of_twelve_tasks_across_three_agents(cli, remote_repo, agents, tm
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"title": "twelve", "defaults": {"timeout_s": 60}, "tasks": tasks}))
     code, res = cli("plan", "run", str(plan), "--repo", str(remote_repo), "--profile", "remote", "--json")
-    assert code == 0, res
+    failed = [t for t in res["tasks"] if t["state"] != "merged"]
+    assert code == 0, [(t["id"], t.get("failures")) for t in failed]
     assert res["state"] == "succeeded"
     for i in range(12):
         assert (remote_repo / f"out/t{i}.txt").read_text().strip() == str(i)

@@ -28,6 +28,9 @@ from bosun.remote import protocol as P
 from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool
 
 
+BLOB_TIMEOUT_S = 300.0
+
+
 @dataclass
 class AgentConfig:
     opts: ConnectOptions
@@ -203,7 +206,7 @@ class Agent:
             for b in task.bundles:
                 if await asyncio.to_thread(bundles.has_commit, repo, b.tip):
                     continue  # a base this agent already holds is reused
-                got = await self.infra["blobs"].get(b.name)
+                got = await asyncio.wait_for(self.infra["blobs"].get(b.name), BLOB_TIMEOUT_S)
                 await asyncio.to_thread(bundles.fetch_bundle, repo, got.data)
             if not await asyncio.to_thread(bundles.has_commit, repo, task.base):
                 raise RuntimeError(f"base {task.base[:12]} is not in the shipped bundles")

@@ -28,6 +28,7 @@ STATE = "remote.json"
 RELAYED = ("message", "tool_call", "tool_result", "usage", "warning")
 CANCEL_WAIT_S = 30.0  # after a cancel, how long the holder has to report its terminal result
 GRACE_S = 120.0  # beyond the task's timeout, for queueing and shipping
+BLOB_TIMEOUT_S = 300.0
 
 
 def read_state(run_dir: Path) -> dict[str, Any]:
@@ -111,7 +112,9 @@ class Remote:
         tip = await _kv_json(kv, f"{key}.tip")
         ship, parent, chain = await asyncio.to_thread(bundles.plan_ship, self.ctx.worktree, tree, tip)
         data = await asyncio.to_thread(bundles.make_bundle, self.ctx.worktree, ship, parent)
-        name = f"bundle-{ship}"
+        # A unique name: coordinators shipping the same tree at once must not replace each other's
+        # object while an agent reads it (the object store swaps chunks on a re-put).
+        name = f"bundle-{ship}-{os.urandom(4).hex()}"
         await blobs.put(name, data)
         chain = [*chain, P.Bundle(name=name, tip=ship)]
         doc = json.dumps({"commit": ship, "bundles": [asdict(b) for b in chain]}).encode()
@@ -274,7 +277,7 @@ class Remote:
             return f"the returned change {outcome.patch!r} is not in the object store"
         if (info.size or 0) > P.MAX_PATCH_BYTES:
             return f"the returned change is {info.size} bytes, over the {P.MAX_PATCH_BYTES} byte limit"
-        data = (await blobs.get(outcome.patch)).data or b""
+        data = (await asyncio.wait_for(blobs.get(outcome.patch), BLOB_TIMEOUT_S)).data or b""
         if hashlib.sha256(data).hexdigest() != outcome.patch_sha256:
             return "the returned change does not match its recorded digest"
         # git apply refuses paths outside the tree, into .git and through symlinks; bosun's own view

@@ -291,12 +291,14 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         from bosun.cli.insight_cli import add_insight_parsers
 
         add_insight_parsers(sub)
-    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "replay",
-)
-PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
-INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
-WORKTREE_VERBS = ("gc", "pool")  # built by cli/pool_cli.py
-REMOTE_VERBS = ("agent", "agents")  # built by cli/remote_cli.py
+    if wanted in ("*", None, *WORKTREE_VERBS):
+        from bosun.cli.pool_cli import add_worktree_parsers
+
+        add_worktree_parsers(sub, wanted)
+    if wanted in ("*", None, *REMOTE_VERBS):
+        from bosun.cli.remote_cli import add_remote_parsers
+
+        add_remote_parsers(sub, wanted)
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")

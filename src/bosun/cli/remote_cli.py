@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-REMOTE_VERBS = ("agent", "agents")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which `bosun --help` avoids
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_remote_parsers(sub: argparse._SubParsersAction, wanted: str | None) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("agent", help="serve tasks from a remote pool on this machine (NATS JetStream)",
-                       description="Run worker steps for coordinators on other machines. See docs/remote.md.")
+    """The parsers of ``agent`` and ``agents``: only the wanted one with its arguments ("*": both, None:
+    names and help only)."""
+    if wanted in ("*", None, "agent"):
+        p = sub.add_parser("agent", help="serve tasks from a remote pool on this machine (NATS JetStream)",
+                           description="Run worker steps for coordinators on other machines. See docs/remote.md.")
     if wanted in ("*", "agent"):
         asub = p.add_subparsers(dest="agent_command", metavar="SUBCOMMAND")
         sp = asub.add_parser("serve", help="pull tasks from a pool and run the profile's worker on them")
@@ -25,7 +29,8 @@ def add_remote_parsers(sub: argparse._SubParsersAction, wanted: str | None) -> N
         sp.add_argument("--drain-timeout", type=float, default=300.0, metavar="S",
                         help="on SIGTERM, finish running tasks for this long, then hand them back (default 300)")
         _auth(sp)
-    p = sub.add_parser("agents", help="list the live agents of a remote pool: profile, load, version")
+    if wanted in ("*", None, "agents"):
+        p = sub.add_parser("agents", help="list the live agents of a remote pool: profile, load, version")
     if wanted in ("*", "agents"):
         p.add_argument("--nats", metavar="URL", help="the hub (default: `remote` in bosun.toml, $BOSUN_NATS_URL)")
         p.add_argument("--repo", default=".", help="repository whose bosun.toml names the hub (default: cwd)")

@@ -241,3 +241,74 @@ def test_a_plan_of_twelve_tasks_across_three_agents(cli, remote_repo, agents, tm
         assert (remote_repo / f"out/t{i}.txt").read_text().strip() == str(i)
     served = [agents.log(n).count("published") for n in ("a1", "a2", "a3")]
     assert sum(served) == 12 and sum(1 for s in served if s) >= 2, served
+
+
+# -- operations -----------------------------------------------------------------------------------
+
+
+def test_agents_lists_the_live_agents_with_profile_load_and_version(cli, remote_repo, agents):
+    from bosun import __version__
+
+    agents.start("a1", "fix")
+    agents.start("a2", "hang", "--concurrency", "2")
+    for name in ("a1", "a2"):
+        agents.wait_for(name, "serving")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        code, out = cli("agents", "--repo", str(remote_repo), "--json")
+        if code == 0 and len(out["agents"]) == 2:
+            break
+        time.sleep(0.2)
+    assert code == 0, out
+    by_name = {a["name"]: a for a in out["agents"]}
+    assert by_name["a1"]["profile"] == "fix" and by_name["a2"]["capacity"] == 2
+    assert all(a["version"] == __version__ and a["load"] == 0 for a in by_name.values())
+    agents.kill("a1")
+    deadline = time.monotonic() + 20  # presence expires with the bucket's TTL
+    while time.monotonic() < deadline:
+        _, out = cli("agents", "--repo", str(remote_repo), "--json")
+        if [a["name"] for a in out["agents"]] == ["a2"]:
+            break
+        time.sleep(0.3)
+    assert [a["name"] for a in out["agents"]] == ["a2"]
+
+
+def test_sigterm_drains_the_agent_after_its_running_task(remote_repo, task_file, agents):
+    agent = agents.start("a1", "slow_fix_3")
+    proc = start_coordinator(remote_repo, task_file)
+    sent_task()
+    agents.wait_for("a1", "claimed")
+    os.kill(agent.pid, signal.SIGTERM)  # the agent only, as systemd's KillMode=mixed does
+    assert agent.wait(60) == 0
+    code, res = finish(proc)
+    assert code == 0 and res["state"] == "verified", res
+    log = agents.log("a1")
+    assert log.index("draining") < log.index("published") < log.index("stopped")
+
+
+def test_supervise_restarts_a_dead_agent(remote_repo, task_file, agents):
+    agents.start("a1", "fix", "--supervise")
+    agents.wait_for("a1", "serving")
+    child = next(p for p in _children(agents.procs["a1"].pid))
+    os.kill(child, signal.SIGKILL)
+    agents.wait_for("a1", "restarting in 1 s")
+    deadline = time.monotonic() + 30
+    while agents.log("a1").count("serving") < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert agents.log("a1").count("serving") == 2
+    code, res = finish(start_coordinator(remote_repo, task_file))
+    assert code == 0 and res["state"] == "verified", res
+    agents.kill("a1", signal.SIGTERM)
+    assert agents.procs["a1"].wait(60) == 0 or agents.procs["a1"].returncode is not None
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out

@@ -27,7 +27,6 @@ from bosun.remote import bundles, leases, presence
 from bosun.remote import protocol as P
 from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool
 
-
 BLOB_TIMEOUT_S = 300.0
 
 
@@ -102,7 +101,9 @@ class Agent:
         beat.cancel()
         await control.unsubscribe()
         await presence.withdraw(self.infra["agents"], self.cfg.name)
-        await self.nc.drain()
+        # Every task is finished or handed back, and the pull subscription holds no messages of ours:
+        # close (a drain of a pull subscription waits out its whole timeout).
+        await self.nc.close()
         log("stopped")
 
     async def slot(self) -> None:

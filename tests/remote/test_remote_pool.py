@@ -312,3 +312,13 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             out.append(int(stat.parent.name))
     return out
+
+
+def test_demo_remote_runs_a_plan_across_two_agents():
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    out = subprocess.run([sys.executable, "-m", "bosun", "demo", "--remote", "--json"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    demo = json.loads(out.stdout)["demo"]
+    assert demo["ok"] and demo["state"] == "succeeded"
+    assert set(demo["tasks"].values()) == {"merged"} and sum(demo["agents"].values()) == 4

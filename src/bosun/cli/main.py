@@ -274,6 +274,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
 
     p = add("demo", "run the whole loop on a sample repo with a scripted model (no network, no key)")
     p.add_argument("--keep", action="store_true", help="keep the sample repo and bosun home afterwards")
+    p.add_argument("--remote", action="store_true",
+                   help="a local nats-server and two agents run a small plan across the pool (needs bosun[remote])")
     _common(p)
 
     if wanted in ("*", "plan"):

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, git
+from tests.remote.conftest import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -322,3 +323,11 @@ def test_demo_remote_runs_a_plan_across_two_agents():
     demo = json.loads(out.stdout)["demo"]
     assert demo["ok"] and demo["state"] == "succeeded"
     assert set(demo["tasks"].values()) == {"merged"} and sum(demo["agents"].values()) == 4
+
+
+def test_an_unreachable_hub_fails_the_attempt_and_leaves_a_clean_record(cli, repo, task_file, monkeypatch):
+    monkeypatch.setenv("BOSUN_REMOTE_CONNECT_TIMEOUT_S", "2")
+    port = free_port()  # nothing listens there
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--remote", f"nats://127.0.0.1:{port}", "--json")
+    assert res["state"] == "failed", res
+    assert "cannot connect" in res["error"]["message"]

@@ -3,6 +3,7 @@ streams, consumer and buckets both sides need (created idempotently)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -95,9 +96,12 @@ async def connect(opts: ConnectOptions, quiet: bool = True) -> Any:
     async def _ignore(*_: Any) -> None:  # reconnects are expected; the client logs nothing by default
         return None
 
+    # Reconnects after a first connection never give up (the hub may restart), so the client would
+    # also retry a first connection forever: bound that one.
+    limit = float(os.environ.get("BOSUN_REMOTE_CONNECT_TIMEOUT_S") or 20)
     try:
-        return await nats.connect(**opts.kwargs(), error_cb=_ignore, disconnected_cb=_ignore,
-                                  reconnected_cb=_ignore)
+        return await asyncio.wait_for(nats.connect(**opts.kwargs(), error_cb=_ignore, disconnected_cb=_ignore,
+                                                   reconnected_cb=_ignore), limit)
     except Exception as exc:  # the client raises several unrelated types for "cannot connect"
         raise RemoteUnavailable(f"cannot connect to {opts.url}: {type(exc).__name__}: {exc}",
                                 "check the URL, that nats-server runs with JetStream (-js), and the credentials",

@@ -15,9 +15,19 @@ class RemoteWorker:
     name = "remote"
 
     def run(self, ctx: WorkerContext) -> WorkerResult:
+        from bosun.errors import BosunError
         from bosun.remote.client import run_remote
+        from bosun.workers.base import ErrorClass, ev_error
 
-        return run_remote(ctx)
+        try:
+            return run_remote(ctx)
+        except BosunError as exc:
+            # An unreachable hub is a failed attempt like a provider outage: the run records it, and a
+            # profile with fallbacks moves on to the next one.
+            unavailable = exc.code == "REMOTE_UNAVAILABLE"
+            cls = ErrorClass.transient if unavailable else ErrorClass.permanent
+            ctx.emit(ev_error(f"{exc.message} ({exc.hint})" if exc.hint else exc.message, cls))
+            return WorkerResult(status="failed", error_class=cls, error_message=exc.message)
 
     def describe(self, profile: Profile) -> WorkerInfo:
         import importlib.util

@@ -312,13 +312,14 @@ def run_supervised(
             close_fds=True,
         )
 
-    try:
-        proc = spawn(prepared, start) if prepared is not None else start()
-    finally:
-        if prepared is not None:
-            prepared.close()
-    pgid = proc.pid
-    step = reaper.register(pending, pgid) if pending is not None else None
+    with reaper.spawning:  # no other step's end may judge bosun's children until this one is registered
+        try:
+            proc = spawn(prepared, start) if prepared is not None else start()
+        finally:
+            if prepared is not None:
+                prepared.close()
+        pgid = proc.pid
+        step = reaper.register(pending, pgid) if pending is not None else None
     if stdin_pipe is not None:
         assert proc.stdin is not None
         stdin_pipe(proc.stdin)

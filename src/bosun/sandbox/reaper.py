@@ -27,6 +27,9 @@ from pathlib import Path
 PR_SET_CHILD_SUBREAPER = 36
 
 _lock = threading.Lock()
+# Held from a step's fork until it is registered, and while a step's end picks what to stop: otherwise
+# a step ending in that window takes another step's just-started process for an orphan and kills it.
+spawning = threading.Lock()
 _enabled: bool | None = None
 _steps: dict[int, Step] = {}
 
@@ -208,19 +211,20 @@ def contain(step: Step, *, keep_main: bool = True, rounds: int = 20) -> list[Kil
     killed: dict[int, Killed] = {}
     stopped: set[int] = set()
     try:
-        for _ in range(rounds):
-            procs = _snapshot()
-            members = [pid for pid in _members(step, procs) if procs[pid].state not in ("Z", "X")]
-            fresh = [pid for pid in members if pid not in stopped]
-            if not fresh:
-                break
-            for pid in fresh:
-                if keep_main and pid == step.main_pid:
-                    continue
-                killed.setdefault(pid, Killed(pid, _cmdline(pid)))
-                _signal(pid, signal.SIGSTOP)
-                stopped.add(pid)
-            time.sleep(0.005)
+        with spawning:
+            for _ in range(rounds):
+                procs = _snapshot()
+                members = [pid for pid in _members(step, procs) if procs[pid].state not in ("Z", "X")]
+                fresh = [pid for pid in members if pid not in stopped]
+                if not fresh:
+                    break
+                for pid in fresh:
+                    if keep_main and pid == step.main_pid:
+                        continue
+                    killed.setdefault(pid, Killed(pid, _cmdline(pid)))
+                    _signal(pid, signal.SIGSTOP)
+                    stopped.add(pid)
+                time.sleep(0.005)
         for pid in stopped:
             _signal(pid, signal.SIGKILL)
         # Give the kernel a moment to deliver, then reap what became our zombie children.

@@ -113,7 +113,10 @@ def changes(common: Path, before: Snapshot) -> list[str]:
         entry = _read(path)
         if entry is not None:
             now[str(path.relative_to(common))] = entry
-    return sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p))
+    # A worktree admin file that is gone is another run's worktree being removed (its cleanup may be
+    # under way right now): removing one plants nothing. Added or changed files still count.
+    return sorted(p for p in set(before) | set(now) if before.get(p) != now.get(p)
+                  and not (p.startswith("worktrees/") and p not in now))
 
 
 def restore(common: Path, before: Snapshot, changed: list[str]) -> list[str]:

@@ -94,11 +94,12 @@ class Agents:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.config = agent_config(tmp / "agent-config.toml")
 
-    def start(self, name: str, profile: str = "fix", *extra: str) -> subprocess.Popen[bytes]:
+    def start(self, name: str, profile: str = "fix", *extra: str,
+              timing: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         home = self.tmp / f"agent-{name}"
         home.mkdir(exist_ok=True)
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), BOSUN_HOME=str(home / "home"),
-                   BOSUN_CONFIG=str(self.config), **TIMING)
+                   BOSUN_CONFIG=str(self.config), **{**TIMING, **(timing or {})})
         proc = subprocess.Popen(
             [sys.executable, "-m", "bosun", "agent", "serve", "--nats", self.url, "--profile", profile,
              "--name", name, *extra],

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -236,7 +237,7 @@ def test_a_plan_of_twelve_tasks_across_three_agents(cli, remote_repo, agents, tm
     plan.write_text(json.dumps({"title": "twelve", "defaults": {"timeout_s": 60}, "tasks": tasks}))
     code, res = cli("plan", "run", str(plan), "--repo", str(remote_repo), "--profile", "remote", "--json")
     failed = [t for t in res["tasks"] if t["state"] != "merged"]
-    assert code == 0, [(t["id"], t.get("failures")) for t in failed]
+    assert code == 0, [(t["id"], [f.get("message") for f in t.get("failures") or []]) for t in failed]
     assert res["state"] == "succeeded"
     for i in range(12):
         assert (remote_repo / f"out/t{i}.txt").read_text().strip() == str(i)
@@ -331,3 +332,41 @@ def test_an_unreachable_hub_fails_the_attempt_and_leaves_a_clean_record(cli, rep
     code, res = cli("delegate", str(task_file), "--repo", str(repo), "--remote", f"nats://127.0.0.1:{port}", "--json")
     assert res["state"] == "failed", res
     assert "cannot connect" in res["error"]["message"]
+
+
+def test_a_task_that_exhausts_its_deliveries_goes_to_the_dead_letter_stream_and_fails_the_run(
+        remote_repo, task_file, agents, nats_server, monkeypatch):
+    monkeypatch.setenv("BOSUN_REMOTE_MAX_DELIVER", "2")
+    monkeypatch.setenv("BOSUN_REMOTE_ACK_WAIT_S", "1")
+    proc = start_coordinator(remote_repo, task_file)  # no agent yet: the task waits in the queue
+    _, task_id = sent_task()
+    stop = threading.Event()
+
+    def hold_the_lease() -> None:  # a holder that never finishes: every delivery is handed back
+        async def job(nc: Any, js: Any) -> None:
+            kv = await js.key_value("bosun_leases")
+            rev = await kv.create(task_id, json.dumps({"holder": "stuck", "state": "running"}).encode())
+            while not stop.is_set():
+                await asyncio.sleep(0.5)
+                rev = await kv.update(task_id, json.dumps({"holder": "stuck", "state": "running"}).encode(),
+                                      last=rev)
+
+        nats(nats_server.url, job)
+
+    holder = threading.Thread(target=hold_the_lease, daemon=True)
+    holder.start()
+    time.sleep(1.0)
+    agents.start("a1", "fix", timing={"BOSUN_REMOTE_MAX_DELIVER": "2", "BOSUN_REMOTE_ACK_WAIT_S": "1"})
+    try:
+        code, res = finish(proc, timeout=120)
+    finally:
+        stop.set()
+        holder.join(10)
+    assert res["state"] == "failed", res
+    assert "ran out of deliveries" in res["error"]["message"]
+
+    async def dead(nc: Any, js: Any) -> int:
+        info = await js.stream_info("BOSUN_DEAD")
+        return int(info.state.messages)
+
+    assert nats(nats_server.url, dead) >= 1

@@ -57,7 +57,8 @@ def ship_commit(worktree: Path, tree: str, parent: str | None) -> str:
 
 def make_bundle(worktree: Path, ship: str, parent: str | None) -> bytes:
     """The bundle bringing ``ship`` to a repository that holds ``parent`` (everything when None)."""
-    ref = f"refs/bosun/remote/ship-{ship}"
+    # A ref of this call's own: two runs shipping the same tree at once make the same commit.
+    ref = f"refs/bosun/remote/ship-{ship}-{os.urandom(4).hex()}"
     git(["update-ref", ref, ship], worktree)
     try:
         with tempfile.TemporaryDirectory(prefix="bosun-bundle-") as tmp:

@@ -169,8 +169,14 @@ class Remote:
                 if now > next_dead_check and seq is not None:
                     next_dead_check = now + 5
                     if await self._exhausted(seq):
-                        await self.settle_unheld(task_id, "failed", "the task ran out of deliveries (dead letter)",
-                                                 force=True)
+                        why = "the task ran out of deliveries (dead letter)"
+                        await self.settle_unheld(task_id, "failed", why, force=True)
+                        if await leases.recorded(self.infra["done"], task_id) is None:
+                            # A holder that never finishes keeps the record open; the pool will not
+                            # deliver the task again, so the run ends here (a late result is ignored).
+                            self.note(f"remote: {why}; the task's lease is held but no result came")
+                            return WorkerResult(status="failed", error_class=ErrorClass.permanent,
+                                                error_message=why)
             except Exception as exc:  # the hub restarted or a reply was lost: the client reconnects
                 if isinstance(exc, asyncio.CancelledError):
                     raise

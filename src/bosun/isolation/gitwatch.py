@@ -81,6 +81,10 @@ def take(repo: Path) -> tuple[Path, Snapshot]:
         if entry is not None:
             snap[str(path.relative_to(common))] = entry
     for admin in _admins(snap):
+        # An admin dir without both files is a worktree being created (or removed) by another run
+        # right now: not watched (it has no identity, so `changes` leaves it alone).
+        if f"worktrees/{admin}/gitdir" not in snap or f"worktrees/{admin}/commondir" not in snap:
+            continue
         ident = _admin_identity(common / "worktrees" / admin)
         if ident is not None:
             snap[f"worktrees/{admin}"] = ident

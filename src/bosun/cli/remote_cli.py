@@ -88,11 +88,12 @@ def cmd_agents(args: argparse.Namespace) -> int:
     url = args.nats
     if not url:
         from bosun.config import load_settings
+        from bosun.errors import BosunError
         from bosun.isolation.git import repo_root
 
         try:
             url = load_settings(repo_root(Path(args.repo))).remote
-        except Exception:
+        except BosunError:
             url = load_settings(None).remote
     agents = asyncio.run(_list_agents(_options(args, url, "bosun agents")))
     if args.json:

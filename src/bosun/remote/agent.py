@@ -114,14 +114,14 @@ class Agent:
                 msgs = await self.sub.fetch(1, timeout=1.0)
             except FetchTimeout:
                 continue
-            except Exception as exc:  # disconnected: the client reconnects; try again shortly
+            except Exception as exc:  # noqa: BLE001 - disconnected: the client reconnects; try again shortly
                 log(f"fetch failed ({type(exc).__name__}); retrying")
                 await asyncio.sleep(0.5)
                 continue
             for msg in msgs:
                 try:
                     await self.handle(msg)
-                except Exception as exc:  # one bad task must not stop the agent; it will be redelivered
+                except Exception as exc:  # noqa: BLE001 - one bad task must not stop the agent; it will be redelivered
                     log(f"task failed in the agent: {type(exc).__name__}: {exc}")
 
     async def presence_loop(self) -> None:
@@ -134,7 +134,7 @@ class Agent:
             }
             try:
                 await presence.announce(self.infra["agents"], self.cfg.name, status)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
                 pass  # the hub is away; the next beat tries again
             await asyncio.sleep(self.cfg.timing.heartbeat)
 
@@ -195,7 +195,7 @@ class Agent:
             return self._outcome(task, "cancelled", error_message="cancelled before the worker started"), b""
         try:
             repo = await self.materialize(task)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
             return self._outcome(task, "failed", error_class="permanent",
                                  error_message=f"the agent could not materialize the base: {exc}"), b""
         return await asyncio.to_thread(self.run_local, run, repo)
@@ -217,6 +217,7 @@ class Agent:
         """The worker step through the ordinary engine, in this thread (it blocks)."""
         from bosun.contract import TaskContract
         from bosun.engine import lifecycle as L
+        from bosun.engine.teardown import discard
         from bosun.errors import BosunError
         from bosun.store.db import open_store
 
@@ -254,7 +255,7 @@ class Agent:
             profile=row.get("profile") or self.cfg.profile, unenforced=list(worker.get("unenforced") or []),
         )
         try:
-            L.discard(ctx, local["id"])
+            discard(ctx, local["id"])
         except BosunError:
             pass  # the local copy is only the agent's; a later `bosun list` shows it
         return outcome, diff
@@ -269,7 +270,7 @@ class Agent:
 
         try:
             open_store().merge_data(run.local_run, cancel_requested=True)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
             pass
 
     async def heartbeat(self, run: Running) -> None:
@@ -288,7 +289,7 @@ class Agent:
                 run.cancel.set()
                 await asyncio.to_thread(self._cancel_local, run)
                 return
-            except Exception as exc:  # the hub is away: keep the worker going, try again next beat
+            except Exception as exc:  # noqa: BLE001 - the hub is away: keep the worker going, try again next beat
                 log(f"{run.task.task_id}: heartbeat failed ({type(exc).__name__})")
 
     async def publish(self, run: Running, outcome: P.Outcome, diff: bytes) -> None:
@@ -312,7 +313,7 @@ class Agent:
             except leases.LeaseLost:
                 log(f"{task_id}: lease lost before the result was recorded; dropped")
                 return
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
                 log(f"{task_id}: publishing the result failed ({type(exc).__name__}: {exc}); retrying")
                 await asyncio.sleep(min(0.5 * (attempt + 1), 5.0))
 
@@ -320,11 +321,11 @@ class Agent:
         """SIGTERM drain ran out of time: free the lease and let another agent take the task now."""
         try:
             await self.infra["leases"].delete(run.task.task_id, last=run.lease.revision)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
             pass  # expired or taken already: the TTL frees it
         try:
             await run.msg.nak()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
             pass
         log(f"{run.task.task_id}: handed back to the pool")
 

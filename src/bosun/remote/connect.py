@@ -102,7 +102,7 @@ async def connect(opts: ConnectOptions, quiet: bool = True) -> Any:
     try:
         return await asyncio.wait_for(nats.connect(**opts.kwargs(), error_cb=_ignore, disconnected_cb=_ignore,
                                                    reconnected_cb=_ignore), limit)
-    except Exception as exc:  # the client raises several unrelated types for "cannot connect"
+    except Exception as exc:  # noqa: BLE001 - the client raises several unrelated types for "cannot connect"
         raise RemoteUnavailable(f"cannot connect to {opts.url}: {type(exc).__name__}: {exc}",
                                 "check the URL, that nats-server runs with JetStream (-js), and the credentials",
                                 code="REMOTE_UNAVAILABLE") from None
@@ -131,7 +131,7 @@ async def ensure_infra(js: Any, timing: P.Timing) -> dict[str, Any]:
     async def kv(bucket: str, ttl: float | None) -> Any:
         try:
             return await js.key_value(bucket)
-        except Exception:
+        except Exception:  # noqa: BLE001 - nats-py raises many unrelated types for one failure
             return await js.create_key_value(KeyValueConfig(bucket=bucket, history=1, ttl=ttl,
                                                             storage=StorageType.FILE))
 
@@ -144,7 +144,7 @@ async def ensure_infra(js: Any, timing: P.Timing) -> dict[str, Any]:
     }
     try:
         out["blobs"] = await js.object_store(P.BLOBS)
-    except Exception:
+    except Exception:  # noqa: BLE001 - nats-py raises many unrelated types for one failure
         out["blobs"] = await js.create_object_store(P.BLOBS, config=ObjectStoreConfig(
             ttl=7 * P.DAY_S, storage=StorageType.FILE))
     return out

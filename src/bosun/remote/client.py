@@ -142,7 +142,7 @@ class Remote:
             await notices.put(msg.data)
 
         await self.nc.subscribe(P.events_subject(task_id), cb=on_event)
-        await self.js.subscribe(P.result_subject(task_id), cb=on_notice, ordered_consumer=True)
+        await _retrying(lambda: self.js.subscribe(P.result_subject(task_id), cb=on_notice, ordered_consumer=True))
         deadline = time.monotonic() + ctx.timeout_s + GRACE_S
         cancel_by: float | None = None
         next_dead_check = 0.0
@@ -295,6 +295,16 @@ class Remote:
             err = res.stderr.decode("utf-8", "replace") if isinstance(res.stderr, bytes) else res.stderr
             return "the returned change does not apply to the base: " + err.strip()[-500:]
         return None
+
+
+async def _retrying(make: Any, attempts: int = 240) -> Any:
+    """``await make()`` until it works: a hub restarting answers nothing for a while."""
+    for _ in range(attempts - 1):
+        try:
+            return await make()
+        except Exception:  # noqa: BLE001 - nats-py raises timeouts and its own types while reconnecting
+            await asyncio.sleep(0.5)
+    return await make()
 
 
 async def _kv_json(kv: Any, key: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("apps", {"mcp", "web", "doctor", "models", "skills", "savings", "savings_report", "watch", "replay"}),
     ("plans", {"plans"}),
     ("engine", {"engine", "history", "notify", "metrics", "results", "verification", "parents"}),
-    ("workers", {"workers"}),
+    ("workers", {"workers", "remote"}),
     ("store/isolation", {"store", "isolation"}),
     ("proc", {"proc"}),
     ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",

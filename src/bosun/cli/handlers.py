@@ -345,7 +345,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     if args.remote:
-        from bosun.remote.demo import run_remote_demo
+        from bosun.cli.remote_demo import run_remote_demo
 
         return run_remote_demo(keep=args.keep, as_json=args.json)
     from bosun.cli.demo import run_demo

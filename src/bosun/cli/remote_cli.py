@@ -66,12 +66,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise BadInput("--concurrency must be at least 1", "pass --concurrency 1 or more")
     if args.supervise:
-        from bosun.remote.agent import supervise
+        from bosun.cli.agent_serve import supervise
 
         argv = [sys.executable, "-m", "bosun"] + [a for a in sys.argv[1:] if a != "--supervise"]
         return supervise(argv)
+    from bosun.cli.agent_serve import AgentConfig, serve
     from bosun.config import load_settings
-    from bosun.remote.agent import AgentConfig, serve
 
     load_settings(None).profile(args.profile)  # an unknown profile fails now, not at the first task
     name = check_token(args.name or f"{socket.gethostname().split('.')[0]}-{os.getpid()}", "agent name")

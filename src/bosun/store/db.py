@@ -12,7 +12,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,11 +39,11 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        _retry_locked(lambda: self.db.execute("PRAGMA journal_mode=WAL"))
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        migrate(self.db)
+        _retry_locked(lambda: migrate(self.db))
 
     def close(self) -> None:
         self.db.close()
@@ -218,6 +218,26 @@ def _run_dict(row: sqlite3.Row) -> RunRow:
     d = dict(row)
     d["data"] = json.loads(d.get("data") or "{}")
     return d  # type: ignore[return-value]  # the runs table's columns are RunRow's keys
+
+
+LOCKED_RETRY_S = 30.0
+
+
+def _retry_locked(step: Callable[[], object]) -> None:
+    """Run ``step``, retrying while SQLite says the database is locked. Two processes opening a new
+    database at once both switch it to WAL, and that switch answers "locked" at once instead of
+    waiting out the busy timeout; so can a migration racing another connection's first write."""
+    deadline = time.monotonic() + LOCKED_RETRY_S
+    delay = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
 
 
 def open_store() -> Store:

@@ -113,7 +113,8 @@ def _reverify_target(run: RunRow, merged: str, scratch: Path) -> str:
 def _reverify(run: RunRow, task: TaskContract, target: str) -> dict[str, Any]:
     """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
     fresh HOME. The worktree is put back to the verified tree afterwards."""
-    from bosun.engine.verifying import run_verify_commands, view_of
+    from bosun.engine.context import view_of
+    from bosun.engine.verifying import run_verify_commands
     from bosun.isolation.change import materialize
     from bosun.isolation.git import tree_of
 
@@ -140,7 +141,7 @@ def landing_commit(repo: Path, run: RunRow, diff: bytes, message: str, scratch: 
 
 
 def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> None:
-    from bosun.engine.verifying import view_of
+    from bosun.engine.context import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit
     from bosun.isolation.snapshot import uncommitted_paths

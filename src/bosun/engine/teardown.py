@@ -58,7 +58,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
 
 def _restore_worktree_pointer(run: RunRow) -> None:
     """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
-    from bosun.engine.verifying import view_of
+    from bosun.engine.context import view_of
     from bosun.isolation.change import restore_pointer
 
     if Path(run["worktree"]).is_dir() and (paths.run_dir(run["id"]) / "view.git").is_dir():

@@ -54,7 +54,7 @@ def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> 
     to the start tree and return the red gate. None for code runs and for read-only runs that wrote
     nothing. Call before the change is computed, so the change of a read-only run is always empty.
     A violation sticks to the run: re-verifying the restored tree does not make it approvable."""
-    from bosun.engine.verifying import scan_run, view_of
+    from bosun.engine.context import scan_run, view_of
     from bosun.isolation.change import materialize
 
     if task.mode == Mode.code:

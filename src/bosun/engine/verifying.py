@@ -29,7 +29,7 @@ from bosun.changes import GateResult
 from bosun.config import Settings
 from bosun.contract import TaskContract
 from bosun.engine import record
-from bosun.engine.context import scan_run, view_of  # noqa: F401 - where verification's callers find them
+from bosun.engine.context import view_of
 from bosun.isolation.change import Change, blob_bytes, tree_changes, tree_diff
 
 if TYPE_CHECKING:

@@ -106,9 +106,9 @@ def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -
     """
     from bosun import paths
     from bosun.engine import record
+    from bosun.engine.context import view_of
     from bosun.engine.integration import commit_message
     from bosun.engine.verifying import digest as sha256_of
-    from bosun.engine.verifying import view_of
     from bosun.fileio import read_json
     from bosun.isolation.change import tree_diff
 

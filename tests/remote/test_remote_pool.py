@@ -220,7 +220,7 @@ def test_the_hub_stopped_and_restarted_while_a_task_runs(remote_repo, task_file,
     time.sleep(1.5)
     nats_server.start()
     code, res = finish(proc, timeout=120)
-    assert code == 0, res
+    assert code == 0, (res.get("failures"), events_text(res["id"]), agents.log("a1"))
     assert res["state"] == "verified"
 
 

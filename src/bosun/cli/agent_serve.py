@@ -25,9 +25,10 @@ from typing import Any
 
 from bosun.remote import bundles, leases, presence
 from bosun.remote import protocol as P
-from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool
+from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool, hub_unreachable
 
 BLOB_TIMEOUT_S = 300.0
+MATERIALIZE_RETRY_S = 120.0  # a hub restart is seconds; past this the task goes back to the pool
 
 
 @dataclass
@@ -193,11 +194,26 @@ class Agent:
         task = run.task
         if run.cancel.is_set():
             return self._outcome(task, "cancelled", error_message="cancelled before the worker started"), b""
-        try:
-            repo = await self.materialize(task)
-        except Exception as exc:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
-            return self._outcome(task, "failed", error_class="permanent",
-                                 error_message=f"the agent could not materialize the base: {exc}"), b""
+        deadline = time.monotonic() + MATERIALIZE_RETRY_S
+        attempt = 0
+        while True:
+            try:
+                repo = await self.materialize(task)
+                break
+            except Exception as exc:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
+                if not hub_unreachable(exc):
+                    return self._outcome(task, "failed", error_class="permanent",
+                                         error_message=f"the agent could not materialize the base: {exc}"), b""
+                if time.monotonic() >= deadline or run.cancel.is_set():
+                    # The hub stayed away: the base was never this agent's to fail. Hand the task back
+                    # so it is delivered again once the hub is up, here or elsewhere.
+                    log(f"{task.task_id}: the hub stayed unreachable while fetching the base ({exc})")
+                    run.handed_back = True
+                    return self._outcome(task, "failed", error_class="transient",
+                                         error_message=f"the hub was unreachable: {exc}"), b""
+                attempt += 1
+                log(f"{task.task_id}: fetching the base failed ({type(exc).__name__}); retrying")
+                await asyncio.sleep(min(0.5 * attempt, 5.0))
         return await asyncio.to_thread(self.run_local, run, repo)
 
     async def materialize(self, task: P.TaskMsg) -> Path:

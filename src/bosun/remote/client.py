@@ -21,7 +21,7 @@ from typing import Any
 from bosun.fileio import write_bytes_atomic
 from bosun.remote import bundles, leases
 from bosun.remote import protocol as P
-from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool
+from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool, hub_unreachable
 from bosun.workers.base import ErrorClass, Usage, WorkerContext, WorkerResult, ev_message, truncate
 
 STATE = "remote.json"
@@ -276,14 +276,16 @@ class Remote:
         from bosun.isolation.git import git
 
         blobs = self.infra["blobs"]
-        assert outcome.patch is not None
+        name = outcome.patch
+        assert name is not None
         try:
-            info = await blobs.get_info(outcome.patch)
+            info = await _retrying_while_away(lambda: blobs.get_info(name))
         except Exception:  # noqa: BLE001 - any failure of the hub here means the object or the record is not there
             return f"the returned change {outcome.patch!r} is not in the object store"
         if (info.size or 0) > P.MAX_PATCH_BYTES:
             return f"the returned change is {info.size} bytes, over the {P.MAX_PATCH_BYTES} byte limit"
-        data = (await asyncio.wait_for(blobs.get(outcome.patch), BLOB_TIMEOUT_S)).data or b""
+        got = await _retrying_while_away(lambda: asyncio.wait_for(blobs.get(name), BLOB_TIMEOUT_S))
+        data = got.data or b""
         if hashlib.sha256(data).hexdigest() != outcome.patch_sha256:
             return "the returned change does not match its recorded digest"
         # git apply refuses paths outside the tree, into .git and through symlinks; bosun's own view
@@ -303,6 +305,18 @@ async def _retrying(make: Any, attempts: int = 240) -> Any:
         try:
             return await make()
         except Exception:  # noqa: BLE001 - nats-py raises timeouts and its own types while reconnecting
+            await asyncio.sleep(0.5)
+    return await make()
+
+
+async def _retrying_while_away(make: Any, attempts: int = 240) -> Any:
+    """``await make()``, again while the hub is unreachable; any other failure is final."""
+    for _ in range(attempts - 1):
+        try:
+            return await make()
+        except Exception as exc:  # noqa: BLE001 - nats-py raises timeouts and its own types while reconnecting
+            if not hub_unreachable(exc):
+                raise
             await asyncio.sleep(0.5)
     return await make()
 

@@ -164,3 +164,13 @@ async def ensure_pool(js: Any, pool: str, timing: P.Timing) -> None:
         await js.add_consumer(P.TASKS_STREAM, cfg)
     except BadRequestError:
         pass  # the durable exists (another agent created it): its settings stand
+
+
+def hub_unreachable(exc: BaseException) -> bool:
+    """A lost or slow connection to the hub, worth retrying, as opposed to a missing or broken
+    object, which no retry fixes."""
+    from nats.errors import ConnectionClosedError, NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+
+    return isinstance(exc, (NatsTimeout, ConnectionClosedError, NoRespondersError, asyncio.TimeoutError,
+                            ConnectionError))

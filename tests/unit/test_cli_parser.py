@@ -34,8 +34,16 @@ def test_the_verb_list_alone_gives_the_same_top_level_help():
     assert build_parser(None).format_help() == build_parser().format_help()
 
 
+def _plan_verbs() -> tuple[str, ...]:
+    from bosun.cli.dispatch import PLAN_SUBCOMMANDS
+
+    return PLAN_SUBCOMMANDS
+
+
 @pytest.mark.parametrize("args", [["--help"], ["list", "--json"], ["show", "20261201-000000-abcdef", "--json"],
-                                  ["delegate", "--help"]])
+                                  *([verb, "--help"] for verb in VERBS),
+                                  *(["plan", verb, "--help"] for verb in _plan_verbs())],
+                         ids=" ".join)
 def test_fast_paths_import_nothing_heavy(args, tmp_path):
     # No BOSUN_HOME: the default state dir (here under XDG_STATE_HOME) must not need platformdirs.
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "XDG_STATE_HOME": str(tmp_path / "state")}
@@ -44,7 +52,7 @@ def test_fast_paths_import_nothing_heavy(args, tmp_path):
                          text=True, timeout=60)
     modules = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     heavy = {"typing", "shutil", "platformdirs", "pydantic", "rich", "yaml", "httpx", "dataclasses", "inspect",
-             "bosun.gates", "threading"}
+             "bosun.gates", "threading", "gettext", "urllib.parse", "ipaddress", "subprocess"}
     assert not modules & heavy, sorted(modules & heavy)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bosun.changes import FileChange
 from bosun.contract import TaskContract
@@ -197,3 +199,31 @@ def test_split_password_assignment_is_found() -> None:
 def test_ordinary_concatenation_is_not_a_secret() -> None:
     lines = ('msg = "Hello, " + name + "!"', 'path = "src" + "/" + "calc.py"', 'x = "AKIA" + suffix', 'URL = "https://" "example.org"')
     assert check_secrets(_ctx(_added("app.py", *lines))).ok
+
+
+# -- the cheap first look never hides a secret --------------------------------------------------------
+
+def _patterns():
+    from bosun.secretscan import _rx
+
+    rx = _rx()
+    return [*rx.token_formats, ("assignment", rx.assignment)]
+
+
+@pytest.mark.parametrize(("kind", "pattern"), _patterns(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_text_a_pattern_matches_passes_the_first_look(kind, pattern):
+    from bosun.secretscan import may_hold_secret
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.from_regex(pattern))
+    def check(text):
+        assert may_hold_secret(text), (kind, text)
+
+    check()
+
+
+def test_a_key_written_with_lookalike_letters_is_still_found():
+    from bosun.secretscan import redact_line
+
+    # U+212A KELVIN SIGN reads as "K" to a case-insensitive pattern: the first look must not skip it.
+    assert "[REDACTED" in redact_line('API_\u212aEY = "q8Zr2mWx7Lp4Tn9Vb3Kc"')

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # not typing's: importing typing costs `bosun plan --help` start-up time
 if TYPE_CHECKING:
+    from typing import Any
+
     from bosun.engine.context import Ctx
 
 PLAN_DESCRIPTION = """\

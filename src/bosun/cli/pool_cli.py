@@ -30,7 +30,9 @@ def add_worktree_parsers(sub: argparse._SubParsersAction, wanted: str | None = "
 
     def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
         if wanted not in ("*", None, name):
-            return argparse.ArgumentParser()  # another verb runs: its arguments are thrown away
+            # Another verb runs: these arguments are thrown away. A fixed width spares argparse's
+            # default formatter its shutil import, which every add_argument would otherwise pay for.
+            return argparse.ArgumentParser(formatter_class=lambda prog: argparse.HelpFormatter(prog, width=80))
         return sub.add_parser(name, help=help, description=description,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 

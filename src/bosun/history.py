@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import read_json
 from bosun.paths import run_dir
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, list_runs, refresh_start, save_index, stale_runs
 
+TYPE_CHECKING = False  # not typing's: start-up of `bosun history`
 if TYPE_CHECKING:
-    pass
+    from typing import Any
 
 DIFF_HEADER = re.compile(r"^diff --git a/(.*?) b/(.*)$", re.MULTILINE)
 # A big diff is read only this far for its paths (headers come first in each file's section).

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.contract import TEMPLATE, contract_from_mapping, load_contract, parse_mapping
+from bosun.contract import contract_from_mapping, json_schema, load_contract, parse_mapping
+from bosun.contract_template import TEMPLATE
 from bosun.errors import BadInput
 
 
@@ -46,3 +47,16 @@ def test_malformed_yaml_reports_line(tmp_path):
 def test_missing_file():
     with pytest.raises(BadInput):
         load_contract("/nonexistent/task.yaml")
+
+
+def test_the_shipped_schema_is_the_models():
+    # `bosun schema` prints the file without loading pydantic; after a change to the contract's
+    # models, regenerate it: python -c "import json; from bosun.contract import json_schema;
+    # open('src/bosun/task_contract.schema.json', 'w').write(json.dumps(json_schema(), indent=2) + '\\n')"
+    import json
+    from pathlib import Path
+
+    import bosun
+
+    shipped = (Path(bosun.__file__).parent / "task_contract.schema.json").read_text(encoding="utf-8")
+    assert shipped == json.dumps(json_schema(), indent=2) + "\n"

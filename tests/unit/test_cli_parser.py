@@ -41,6 +41,8 @@ def _plan_verbs() -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("args", [["--help"], ["list", "--json"], ["show", "20261201-000000-abcdef", "--json"],
+                                  ["plan", "list", "--json"], ["history", "calc", "--json"], ["schema", "--json"],
+                                  ["template"],
                                   *([verb, "--help"] for verb in VERBS),
                                   *(["plan", verb, "--help"] for verb in _plan_verbs())],
                          ids=" ".join)

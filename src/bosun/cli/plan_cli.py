@@ -306,13 +306,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     from bosun.cli.render import emit_json
     from bosun.errors import EXIT_OK, BadInput
-    from bosun.plans.model import PLAN_STATES
+    from bosun.plan_states import PLAN_STATES
+    from bosun.store.db import open_store
     from bosun.store.plans import PlanStore
 
     if args.state and args.state not in PLAN_STATES:
         raise BadInput(f"unknown plan state {args.state!r}", "states: " + ", ".join(PLAN_STATES))
-    ctx = _ctx()
-    rows = PlanStore(ctx.store).list_plans(args.state, args.limit)
+    # The store alone: listing needs no settings, and loading them (pydantic) would cost most of the time.
+    rows = PlanStore(open_store()).list_plans(args.state, args.limit)
     items = [{"id": r["id"], "state": r["state"], "title": r["title"], "source_branch": r["source_branch"],
               "integration_branch": r["integration_branch"], "created_at": r["created_at"]} for r in rows]
     if args.json:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
 from bosun.errors import InvalidTransition, NotFound
 from bosun.store.db import Store
+
+TYPE_CHECKING = False  # not typing's: start-up of `bosun plan list`
+if TYPE_CHECKING:
+    from typing import Any
 
 PLAN_COLUMNS = (
     "id", "state", "title", "repo", "source_branch", "source_head", "checkpoint", "integration_branch",

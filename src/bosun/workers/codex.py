@@ -163,6 +163,12 @@ def codex_config(profile: Profile, sandbox: str) -> str:
         "[feedback]",
         "enabled = false",
         "",
+        # Codex unpacks its bundled skills (image generation, OpenAI docs, a skill installer that
+        # fetches from GitHub) into CODEX_HOME at every start, ~1 MB per run in a fresh HOME, and lists
+        # them in every request's instructions: tokens a worker pays for and tools it must not use.
+        "[skills.bundled]",
+        "enabled = false",
+        "",
         f"[model_providers.{PROVIDER_ID}]",
         f"name = {toml_str('bosun profile ' + (profile.name or ''))}",
         f"base_url = {toml_str(profile.base_url or DEFAULT_BASE_URL)}",

@@ -139,14 +139,26 @@ def verify_commit(
     wt.parent.mkdir(parents=True, exist_ok=True)
     git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
     try:
-        task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
-        home = workdir / "verify-home"
-        result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None,
-                                  should_stop=should_stop)
+        return verify_checkout(wt, commit, commands, workdir, title, confine_to, should_stop)
     finally:
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)
-        shutil.rmtree(workdir / "verify-home", ignore_errors=True)
+
+
+def verify_checkout(
+    wt: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str,
+    confine_to: Any = None, should_stop: Any = None,
+) -> dict[str, Any]:
+    """Run ``commands`` in ``wt``, a checkout of ``commit`` the caller made and removes or resets."""
+    import shutil
+
+    home = workdir / "verify-home"
+    try:
+        task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
+        result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None,
+                                  should_stop=should_stop)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     result["commit"] = commit
     return result
 

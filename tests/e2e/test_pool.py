@@ -255,3 +255,28 @@ def test_set_up_outputs_a_worker_changed_are_not_reused(tmp_path, isolated_home)
     assert b["worktree"] == a["worktree"] and b["state"] == "verified", b["gates"]
     assert count.read_text() == "2"  # the poisoned outputs were made again, not reused
     assert (Path(b["worktree"]) / "deps" / "lib.txt").read_text() == "dep"
+
+
+def test_the_baseline_borrows_an_idle_pooled_worktree_and_leaves_it_clean(tmp_path, isolated_home):
+    repo = pool_repo(tmp_path / "repo", size=2)
+    start = git(repo, "rev-parse", "HEAD").strip()
+    _bosun("pool", "warm", "--repo", str(repo), "--json")
+    a = _bosun("delegate", str(task_yaml(tmp_path / "a.json")), "--repo", str(repo), "--profile", "pool_write",
+               "--json")
+    assert a["state"] == "verified" and "/pool/" in a["worktree"]
+    baseline = json.loads((Path(a["run_dir"]) / "baseline.json").read_text())["verification"]
+    # The start tree's tests failed (the bug) in the pool's other worktree: no checkout of its own.
+    assert baseline["checkout"] == "pool" and baseline["passed"] is False
+    slots = _pool(repo)["worktrees"]
+    assert sorted(s["state"] for s in slots) == ["idle", "leased"]
+    idle = Path(next(s["path"] for s in slots if s["state"] == "idle"))
+    assert git(idle, "status", "--porcelain", "--ignored") == ""  # pytest's caches are gone too
+    assert git(idle, "rev-parse", "HEAD").strip() == start
+    assert len(git(repo, "worktree", "list").splitlines()) == 3  # the repo and the pool's two
+    # With no idle worktree left (a holds one, b the other), b's baseline adds a worktree of its own.
+    task_b = task_yaml(tmp_path / "b.json", verify=[f"{sys.executable} -m pytest -q -x tests"])
+    b = _bosun("delegate", str(task_b), "--repo", str(repo), "--profile", "pool_write", "--json")
+    assert b["state"] == "verified", b
+    baseline_b = json.loads((Path(b["run_dir"]) / "baseline.json").read_text())["verification"]
+    assert baseline_b["passed"] is False and "checkout" not in baseline_b and not baseline_b.get("cached")
+    assert len(git(repo, "worktree", "list").splitlines()) == 3

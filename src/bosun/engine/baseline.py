@@ -5,8 +5,8 @@ every one passes on the change. Tests that already passed before prove nothing a
 and bosun says so. When the worker changed existing tests, the proof is taken with the original
 tests held out (see :mod:`bosun.engine.heldout`): a rewritten test proves nothing either.
 
-The baseline runs in a detached worktree of the start commit, in a thread started when the worker
-starts, so it costs no wall time when the worker takes longer than the tests. Its result is cached
+The baseline runs in a detached checkout of the start commit (an idle worktree of the warm pool
+when there is one, else a new worktree), in a thread started when the worker starts, so it costs no wall time when the worker takes longer than the tests. Its result is cached
 per start tree and commands (``$BOSUN_HOME/baselines``): the same task run again, or a plan's
 tasks on the same base, reuse it. The baseline directory lives under the run directory, outside
 anything the worker's sandbox lets it write.
@@ -46,12 +46,18 @@ def _cache_path(key: str) -> Path:
 def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
     from bosun.isolation.git import tree_of
-    from bosun.verification import verify_commit, verify_confinement
+    from bosun.verification import verify_checkout, verify_commit, verify_confinement
 
     repo = Path(run["repo"])
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = ((run.get("data") or {}).get("holdout") or {}).get("full_start") or run["start_commit"]
-    from bosun.engine.worktrees import before_verify, environment_identity, with_run_env
+    from bosun.engine.worktrees import (
+        before_verify,
+        borrow_checkout,
+        environment_identity,
+        return_checkout,
+        with_run_env,
+    )
 
     key = cache_key(tree_of(repo, start), task)
     env_id = environment_identity(run)
@@ -66,8 +72,18 @@ def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> di
         before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
         return verify_confinement(repo, wt, home)
 
-    result = verify_commit(repo, start, list(with_run_env(task, run).verify), workdir, task.title,
-                           confine_to=confine_to, should_stop=should_stop)
+    commands = list(with_run_env(task, run).verify)
+    slot = borrow_checkout(run, start)
+    if slot is None:
+        result = verify_commit(repo, start, commands, workdir, task.title, confine_to=confine_to,
+                               should_stop=should_stop)
+    else:
+        try:
+            result = verify_checkout(slot, start, commands, workdir, task.title, confine_to=confine_to,
+                                     should_stop=should_stop)
+            result["checkout"] = "pool"
+        finally:
+            return_checkout(run, slot)
     if should_stop is not None and should_stop():
         return None  # stopped half-way: proves nothing, and is never cached
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})

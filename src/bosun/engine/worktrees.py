@@ -131,6 +131,36 @@ def environment_gates(run: RunRow) -> list[GateResult]:
                        "after set-up; a write through a link changes the verify environment")]
 
 
+def borrow_checkout(run: RunRow, commit: str) -> Path | None:
+    """An idle pooled worktree of the run's repository at ``commit``, for the baseline; None when the
+    pool is off or has none idle (the caller then adds a worktree of its own)."""
+    from bosun.config import load_settings
+    from bosun.isolation.pool import borrow
+    from bosun.store.db import open_store
+
+    repo = Path(run["repo"])
+    if load_settings(repo).pool.size <= 0:
+        return None
+    store = open_store()  # the baseline's thread: a connection of its own
+    try:
+        return borrow(store, repo, commit)
+    finally:
+        store.close()
+
+
+def return_checkout(run: RunRow, slot: Path) -> None:
+    from bosun.config import load_settings
+    from bosun.isolation.pool import return_borrowed
+    from bosun.store.db import open_store
+
+    repo = Path(run["repo"])
+    store = open_store()
+    try:
+        return_borrowed(store, repo, slot, load_settings(repo).pool.size)
+    finally:
+        store.close()
+
+
 def close_worktree(store: Store, settings: Settings, run: RunRow) -> None:
     """Give a pooled worktree back (or remove it), remove a fresh one; free the ports and set-up files.
     The caller holds the run lock, the run can no longer move, and its diff is saved."""

@@ -249,6 +249,43 @@ def give_back(store: Store, run: RunRow, size: int) -> bool:
     return True
 
 
+def borrow(store: Store, repo: Path, commit: str) -> Path | None:
+    """An idle pooled worktree, held by this process and moved to a detached checkout of ``commit``,
+    for work that needs a checkout only for a while and leaves nothing (the baseline's verify
+    commands); None when none is idle. Held as ``reclaiming`` with this process as owner, so a
+    process that dies holding it loses it to the next ``warm`` or ``gc``, never to another run."""
+    from bosun.store.worktrees import pool_move, pool_rows
+
+    for row in pool_rows(store, str(repo)):
+        if row["state"] != IDLE or not pool_move(store, row["path"], IDLE, RECLAIMING, owner=_me()):
+            continue
+        slot = Path(row["path"])
+        try:
+            git(["checkout", "--quiet", "--no-recurse-submodules", "--detach", commit], slot)
+        except BosunError:
+            _discard(store, str(repo), slot, RECLAIMING)
+            return None
+        return slot
+    return None
+
+
+def return_borrowed(store: Store, repo: Path, slot: Path, size: int) -> None:
+    """A borrowed worktree back to idle, reset to a clean checkout of where it stands (or removed
+    when the pool is full again or the reset fails)."""
+    from bosun.store.worktrees import pool_move, pool_rows
+
+    idle = sum(1 for r in pool_rows(store, str(repo)) if r["state"] == IDLE)
+    try:
+        if idle >= size:
+            raise BosunError("the pool is full", "")
+        _reset(slot, _head(slot))
+        head = _head(slot)
+    except BosunError:
+        _discard(store, str(repo), slot, RECLAIMING)
+        return
+    pool_move(store, str(slot), RECLAIMING, IDLE, head=head)
+
+
 def _reset(slot: Path, start: str) -> None:
     """A clean, detached checkout of the run's start again: every file of the worker's gone."""
     from bosun.isolation.change import _remove_nested_git_entries

@@ -120,6 +120,26 @@ def test_create_worktree(repo: Path, wt: Path) -> None:
     assert run(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
 
+def test_worktrees_created_at_once_all_succeed(repo: Path, tmp_path: Path) -> None:
+    # Concurrent `git worktree add -b` calls make git die reading each other's half-written admin
+    # files (a plan adds a worktree per task at once); each one must still end with its worktree.
+    from concurrent.futures import ThreadPoolExecutor
+
+    head = run(repo, "rev-parse", "HEAD")
+    names = [f"bosun/c{i}" for i in range(16)]
+    for round_ in range(2):
+        with ThreadPoolExecutor(len(names)) as pool:
+            futures = [pool.submit(create_worktree, repo, tmp_path / f"wt{round_}-{i}", f"{name}-{round_}", head)
+                       for i, name in enumerate(names)]
+            for f in futures:
+                f.result()
+        for i, name in enumerate(names):
+            wt = tmp_path / f"wt{round_}-{i}"
+            assert run(wt, "symbolic-ref", "--short", "HEAD") == f"{name}-{round_}"
+            assert (wt / "keep.txt").read_text() == "keep\n"
+    assert run(repo, "config", "--get-regexp", "^branch\\.", ok=False) == ""  # no upstream written
+
+
 def test_create_worktree_refuses_existing_branch_or_path(repo: Path, wt: Path, tmp_path: Path) -> None:
     head = run(repo, "rev-parse", "HEAD")
     with pytest.raises(BadInput, match="branch 'bosun/r1' already exists"):

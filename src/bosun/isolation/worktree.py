@@ -9,9 +9,11 @@ their uncommitted work.
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from bosun.errors import BadInput, Conflict
@@ -48,7 +50,30 @@ def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> No
         raise BadInput(f"worktree path already exists: {path}", "remove it or pick another run directory")
     path.parent.mkdir(parents=True, exist_ok=True)
     # --no-track: never write upstream config into the user's repository.
-    git(["worktree", "add", "--quiet", "--no-track", "-b", branch, os.path.abspath(path), start], repo)
+    args = ["worktree", "add", "--quiet", "--no-track", "-b", branch, os.path.abspath(path), start]
+    for attempt in range(ADD_ATTEMPTS):
+        try:
+            git(args, repo)
+            return
+        except GitError as exc:
+            if attempt + 1 == ADD_ATTEMPTS or not _lost_add_race(exc, path):
+                raise
+        # git created the branch, then died reading a worktree another process was adding: add the
+        # worktree on that branch now (it is this run's own, just made, and checked out nowhere).
+        if branch_exists(repo, branch):
+            args = ["worktree", "add", "--quiet", os.path.abspath(path), branch]
+        time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+
+
+# `git worktree add -b` checks that the new branch is not checked out in another worktree by reading
+# every worktree's admin files; one that another `worktree add` is writing at that moment has an
+# empty `commondir`, and git dies ("failed to read .git/worktrees/X/commondir") without having made
+# the worktree. Plans add many worktrees at once, so this race is lost routinely; it is retried.
+ADD_ATTEMPTS = 6
+
+
+def _lost_add_race(exc: GitError, path: Path) -> bool:
+    return "failed to read" in exc.stderr and "worktrees/" in exc.stderr and not path.exists()
 
 
 def _remove_index(index: Path) -> None:

@@ -140,6 +140,26 @@ def test_worktrees_created_at_once_all_succeed(repo: Path, tmp_path: Path) -> No
     assert run(repo, "config", "--get-regexp", "^branch\\.", ok=False) == ""  # no upstream written
 
 
+def test_a_worktree_being_created_while_the_git_dir_is_saved_is_not_watched(repo: Path, tmp_path: Path) -> None:
+    # Another run's `git worktree add`, caught between creating its admin files and writing them:
+    # the rest of its creation is not tampering, and must not be "restored" to empty files.
+    from bosun.isolation import gitwatch
+
+    admin = repo / ".git" / "worktrees" / "other"
+    admin.mkdir(parents=True)
+    (admin / "gitdir").write_text(f"{tmp_path / 'other' / '.git'}\n")
+    (admin / "commondir").write_text("")
+    common, before = gitwatch.take(repo)
+    (admin / "commondir").write_text("../..\n")
+    assert gitwatch.changes(common, before) == []
+    # Complete, it is watched: a planted change is found and put back.
+    common, before = gitwatch.take(repo)
+    (admin / "commondir").write_text("/elsewhere\n")
+    assert gitwatch.changes(common, before) == ["worktrees/other/commondir"]
+    assert gitwatch.restore(common, before, ["worktrees/other/commondir"]) == []
+    assert (admin / "commondir").read_text() == "../..\n"
+
+
 def test_create_worktree_refuses_existing_branch_or_path(repo: Path, wt: Path, tmp_path: Path) -> None:
     head = run(repo, "rev-parse", "HEAD")
     with pytest.raises(BadInput, match="branch 'bosun/r1' already exists"):

@@ -81,9 +81,12 @@ def take(repo: Path) -> tuple[Path, Snapshot]:
         if entry is not None:
             snap[str(path.relative_to(common))] = entry
     for admin in _admins(snap):
-        # An admin dir without both files is a worktree being created (or removed) by another run
-        # right now: not watched (it has no identity, so `changes` leaves it alone).
-        if f"worktrees/{admin}/gitdir" not in snap or f"worktrees/{admin}/commondir" not in snap:
+        # An admin dir without both files, or with one still empty (git creates each file, then
+        # writes it), is a worktree being created (or removed) by another run right now: not
+        # watched (it has no identity, so `changes` leaves it alone). Watching it would report the
+        # rest of its creation as tampering, and `restore` would empty that run's files again.
+        files = (snap.get(f"worktrees/{admin}/gitdir"), snap.get(f"worktrees/{admin}/commondir"))
+        if not all(entry is not None and entry.data for entry in files):
             continue
         ident = _admin_identity(common / "worktrees" / admin)
         if ident is not None:

@@ -27,9 +27,14 @@ SHIP_ENV = {
 }
 
 
-def repo_key(repo: Path) -> str:
-    """Names one coordinator repository in the pool (host and path, hashed: neither is revealed)."""
-    return hashlib.sha256(f"{socket.gethostname()}:{repo.resolve()}".encode()).hexdigest()[:24]
+def repo_key(worktree: Path) -> str:
+    """Names one coordinator repository in the pool (host and git dir, hashed: neither is revealed).
+
+    Every worktree of a repository (each run has its own) has the same key, so its runs share one
+    ship chain (a base already shipped is reused, a new one goes as an incremental bundle) and one
+    cache repository on each agent; keyed by the worktree, every run would ship and fetch in full."""
+    common = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], worktree).stdout.strip()
+    return hashlib.sha256(f"{socket.gethostname()}:{Path(common).resolve()}".encode()).hexdigest()[:24]
 
 
 def disk_tree(worktree: Path, scratch: Path) -> str:

@@ -9,10 +9,12 @@ restarts resumes waiting for the same task (its result stays in JetStream) inste
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
 import socket
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -97,12 +99,24 @@ class Remote:
         state.update(published=True, seq=ack.seq)
         write_state(self.ctx.run_dir, state)
 
-    @property
+    @functools.cached_property
     def repo_key(self) -> str:
         return bundles.repo_key(Path(self.ctx.worktree))
 
     async def ship(self, tree: str) -> tuple[str, list[P.Bundle]]:
-        """The ship commit for ``tree`` and its bundle chain; uploads only what the pool lacks."""
+        """The ship commit for ``tree`` and its bundle chain; uploads only what the pool lacks.
+
+        A plan's tasks start from the same tree at the same moment: one of them ships it while the
+        others of this process wait, then find it known and reuse it (without the lock each would
+        build, upload and have the agents fetch its own bundle of the same tree)."""
+        lock = _ship_lock(f"{self.repo_key}.{tree}")
+        await asyncio.to_thread(lock.acquire)
+        try:
+            return await self._ship(tree)
+        finally:
+            lock.release()
+
+    async def _ship(self, tree: str) -> tuple[str, list[P.Bundle]]:
         kv, blobs, key = self.infra["bases"], self.infra["blobs"], self.repo_key
         known = await _kv_json(kv, f"{key}.{tree}")
         if known:
@@ -297,6 +311,15 @@ class Remote:
             err = res.stderr.decode("utf-8", "replace") if isinstance(res.stderr, bytes) else res.stderr
             return "the returned change does not apply to the base: " + err.strip()[-500:]
         return None
+
+
+_SHIP_LOCKS: dict[str, threading.Lock] = {}
+_SHIP_LOCKS_GUARD = threading.Lock()
+
+
+def _ship_lock(key: str) -> threading.Lock:
+    with _SHIP_LOCKS_GUARD:
+        return _SHIP_LOCKS.setdefault(key, threading.Lock())
 
 
 async def _retrying(make: Any, attempts: int = 240) -> Any:

@@ -245,6 +245,62 @@ def test_a_plan_of_twelve_tasks_across_three_agents(cli, remote_repo, agents, tm
     assert sum(served) == 12 and sum(1 for s in served if s) >= 2, served
 
 
+BARRIER_WORKER = """\
+import json, os, sys, time
+from pathlib import Path
+sys.stdin.read()
+barrier, need = Path(sys.argv[1]), int(sys.argv[2])
+me = json.loads(Path(os.environ["BOSUN_TASK_FILE"]).read_text())["task"]["prompt"].split()[-1]
+(barrier / me).write_text("")
+deadline = time.monotonic() + 60
+while len(list(barrier.iterdir())) < need:
+    if time.monotonic() > deadline:
+        sys.exit(f"only {len(list(barrier.iterdir()))} of {need} workers ever ran at once")
+    time.sleep(0.05)
+Path("out").mkdir(exist_ok=True)
+Path("out", me + ".txt").write_text("done\\n")
+print("done")
+"""
+
+
+def test_a_remote_plan_runs_as_many_tasks_at_once_as_the_pool_takes(cli, remote_repo, agents, tmp_path):
+    # max_concurrent_runs = 2 is about this machine; the pool (3 agents x 2) takes 6 tasks at once,
+    # and each worker waits until all 6 run together: a plan held to the local cap never gets there.
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    worker = tmp_path / "barrier_worker.py"
+    worker.write_text(BARRIER_WORKER)
+    agents.config = tmp_path / "barrier-agents.toml"
+    agents.config.write_text(f'sandbox = "off"\n[profiles.barrier]\nadapter = "command"\n'
+                             f"command = {json.dumps([sys.executable, str(worker), str(barrier), '6'])}\n")
+    for name in ("a1", "a2", "a3"):
+        agents.start(name, "barrier", "--concurrency", "2")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # presence is what the plan sizes itself by
+        code, out = cli("agents", "--repo", str(remote_repo), "--json")
+        if code == 0 and len(out["agents"]) == 3:  # type: ignore[index]
+            break
+        time.sleep(0.2)
+    (remote_repo / "bosun.toml").write_text("max_concurrent_runs = 2\n" + (remote_repo / "bosun.toml").read_text())
+    git(remote_repo, "commit", "-qam", "a small local cap")
+    check = [sys.executable, str(ROOT / "tests" / "workers" / "plan_worker.py"), "check"]
+    tasks = [{"id": f"t{i}", "prompt": f"wait for the others, then write t{i}", "owns": [f"out/t{i}.txt"],
+              "verify": [" ".join([*check, f"out/t{i}.txt", "done"])]} for i in range(6)]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"title": "together", "max_attempts": 1, "defaults": {"timeout_s": 120},
+                                "tasks": tasks}))
+    code, res = cli("plan", "run", str(plan), "--repo", str(remote_repo), "--profile", "remote", "--json")
+    assert isinstance(res, dict) and "tasks" in res, res
+    failed = [(t["id"], [f.get("message") for f in t.get("failures") or []]) for t in res["tasks"]
+              if t["state"] != "merged"]
+    assert code == 0 and res["state"] == "succeeded", (failed, [agents.log(n) for n in ("a1", "a2", "a3")])
+    assert len(list(barrier.iterdir())) == 6
+    assert len(list((remote_repo / "out").iterdir())) == 6
+    # The six tasks started from one tree at once: one of them shipped it, the others reused it.
+    shipped = [t["id"] for t in res["tasks"] if "remote: shipped base" in events_text(t["run_id"])]
+    assert len(shipped) == 1, shipped
+
+
 # -- operations -----------------------------------------------------------------------------------
 
 

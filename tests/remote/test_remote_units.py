@@ -46,6 +46,18 @@ def test_remote_in_config_defines_the_remote_profile(tmp_path):
     assert (prof.adapter, prof.base_url, prof.model) == ("remote", "nats://hub:4222", "default")
 
 
+def test_a_pools_capacity_is_its_live_agents_not_draining():
+    from bosun.remote.presence import pool_capacity
+
+    agents = [{"name": "a", "pool": "default", "capacity": 4}, {"name": "b", "pool": "default", "capacity": 2},
+              {"name": "c", "pool": "gpu", "capacity": 8}, {"name": "d", "pool": "default", "capacity": 3,
+                                                            "draining": True},
+              {"name": "e", "pool": "default", "capacity": "lots"}]
+    assert pool_capacity(agents, "default") == 6
+    assert pool_capacity(agents, "gpu") == 8
+    assert pool_capacity(agents, "none") == 0
+
+
 def test_bases_ship_as_tree_only_commits_in_incremental_bundles(tmp_path):
     repo = make_repo(tmp_path / "repo")
     tree1 = bundles.disk_tree(repo, tmp_path / "scratch")
@@ -72,6 +84,17 @@ def test_bases_ship_as_tree_only_commits_in_incremental_bundles(tmp_path):
     assert bundles.has_commit(agent, ship2)
     assert git(agent, "show", f"{ship2}:src/calc.py") == "changed\n"
     assert git(agent, "status", "--porcelain") == ""  # the cache checkout stays empty
+
+
+def test_every_worktree_of_a_repository_shares_its_key(tmp_path):
+    # Runs of one repository share a ship chain and an agent's cache: the key is the repository's.
+    repo = make_repo(tmp_path / "repo")
+    other = make_repo(tmp_path / "other")
+    for name in ("w1", "w2"):
+        git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / name), "HEAD")
+    key = bundles.repo_key(repo)
+    assert bundles.repo_key(tmp_path / "w1") == bundles.repo_key(tmp_path / "w2") == key
+    assert bundles.repo_key(other) != key
 
 
 def run(coro: Any) -> Any:

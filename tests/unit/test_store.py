@@ -83,3 +83,23 @@ def test_merge_data(tmp_path):
     store.merge_data("run-4", b=2)
     assert store.get_run("run-4")["data"] == {"a": 1, "b": 2}
     assert isinstance(store.db, sqlite3.Connection)
+
+
+def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):
+    from bosun.config import Settings
+    from bosun.engine.lifecycle import active_cap
+
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("local-1"))
+    store.insert_run(_run("local-2", "working"))
+    store.insert_run({**_run("remote-1", "working"), "data": {"remote": True}})
+    store.insert_run({**_run("remote-2", "verified"), "data": {"remote": True}})  # not active
+    assert store.count_active() == 3
+    assert store.count_active(remote=False) == 2
+    assert store.count_active(remote=True) == 1
+    settings = Settings(max_concurrent_runs=3)
+    # A remote run's cap is the one the caller knows (a plan: its pool's capacity), else the local one;
+    # local runs keep max_concurrent_runs whatever the pool.
+    assert active_cap(settings, "remote", 15) == (True, 15)
+    assert active_cap(settings, "remote") == (True, 3)
+    assert active_cap(settings, "command", 15) == (False, 3)

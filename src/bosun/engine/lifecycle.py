@@ -24,6 +24,7 @@ from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
 
 if TYPE_CHECKING:
+    from bosun.config import Settings
     from bosun.store.rows import RunRow
 
 # ---------------------------------------------------------------------------------------------
@@ -40,8 +41,12 @@ def prepare(
     task_source: str | None = None,
     carry_uncommitted: bool = True,
     warm_tokenizer: bool = False,
+    remote_cap: int | None = None,
 ) -> RunRow:
     """Validate everything, then create the run, its snapshot and its worktree.
+
+    ``remote_cap`` bounds the active runs whose worker is on a remote pool (default
+    ``max_concurrent_runs``); see :func:`active_cap`.
 
     ``warm_tokenizer`` starts loading the receipt's tokenizer while git checks out the worktree
     (the load holds the interpreter lock; a git subprocess does not need it).
@@ -107,10 +112,12 @@ def prepare(
             "routing": choice.to_dict(),
             **({"holdout": {"paths": hidden, "full_start": full_start}} if hidden else {}),
             "caller": os.environ.get("PARENT_AGENT") or None,
+            **({"remote": True} if choice.profile.adapter == "remote" else {}),
         },
     }
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
-    with locks.concurrency_slot(ctx.store.count_active, settings.max_concurrent_runs, wait):
+    remote, cap = active_cap(settings, choice.profile.adapter, remote_cap)
+    with locks.concurrency_slot(lambda: ctx.store.count_active(remote=remote), cap, wait):
         ctx.store.insert_run(run, prompt=task.prompt)
     if warm_tokenizer:
         from bosun.metrics import preload_tokenizer
@@ -125,6 +132,18 @@ def prepare(
         raise
     ctx.store.merge_data(run_id, view_objects=str(view.objects))
     return ctx.store.require_run(run_id)
+
+
+def active_cap(settings: Settings, adapter: str, remote_cap: int | None = None) -> tuple[bool, int]:
+    """Which active runs a new run of ``adapter`` counts against, and their cap.
+
+    ``max_concurrent_runs`` exists for this machine's cores and its providers' rate limits. A remote
+    run's worker uses neither: it waits in the pool's queue and runs on an agent, so remote runs are
+    counted apart, against ``remote_cap`` (a plan passes its pool's live capacity), and do not take
+    local runs' slots.
+    """
+    remote = adapter == "remote"
+    return remote, (remote_cap or settings.max_concurrent_runs) if remote else settings.max_concurrent_runs
 
 
 def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = states.FAILED) -> None:

@@ -99,6 +99,7 @@ class WaveDriver:
                                        thread_name_prefix="bosun-plan-post", initializer=lower_priority)
         self.pool: ThreadPoolExecutor | None = None
         self.slots = threading.BoundedSemaphore(max(1, self.settings.max_concurrent_runs))
+        self.remote_cap: int | None = None
 
     # -- helpers --------------------------------------------------------------------------------
     def row(self) -> dict[str, Any]:
@@ -142,9 +143,11 @@ class WaveDriver:
                 self.ps.update_plan(self.plan_id, current_wave=n)
                 base = self.head()
                 self._set_wave_base(base)
-                self.ps.event(self.plan_id, "wave", f"wave {n} of {len(waves)}: {', '.join(todo)} from {base[:12]}",
-                              state="started", wave=n, tasks=todo, base=base)
-                self._run_wave(todo, base)
+                cap, remote_cap, why = self._concurrency(len(todo))
+                self.ps.event(self.plan_id, "wave", f"wave {n} of {len(waves)}: {', '.join(todo)} from {base[:12]}"
+                              + (f" ({why})" if why else ""), state="started", wave=n, tasks=todo, base=base,
+                              concurrency=cap)
+                self._run_wave(todo, base, cap, remote_cap)
                 if self.cancelled():
                     self._cancel_leftovers()
                     return
@@ -179,10 +182,35 @@ class WaveDriver:
         """
         plan_git.set_ref(self.repo, self.wave_ref, base)
 
-    def _run_wave(self, todo: list[str], base: str) -> None:
-        """Run the wave's tasks in parallel; merge each into the integration branch as soon as it and
-        every task before it (in plan order) are done, so merges and clean-ups overlap the wave."""
-        cap = max(1, min(self.settings.max_concurrent_runs, len(todo)))
+    def _concurrency(self, tasks: int) -> tuple[int, int | None, str]:
+        """How many of the wave's tasks run at once, the cap their remote runs queue under (None: not
+        remote), and a note on why.
+
+        Locally that is ``max_concurrent_runs``: this machine's cores and its providers' rate limits.
+        A remote profile's workers run on the pool, whose queue holds what its agents cannot take
+        yet, so its useful concurrency is the pool's live capacity; ``max_concurrent_runs`` more tasks
+        go through their local steps (prepare, ship, apply, verify) meanwhile, so an agent that frees
+        a slot finds the next task already queued. Without live agents the local cap stands.
+        """
+        local = max(1, self.settings.max_concurrent_runs)
+        name = self.profile_flag or self.settings.default_profile
+        profile = self.settings.profiles.get(name) if name else None
+        if profile is None or profile.adapter != "remote":
+            return min(local, tasks), None, ""
+        from bosun.workers.remote import live_capacity
+
+        capacity = live_capacity(profile)
+        if not capacity:
+            return min(local, tasks), None, "the remote pool's capacity is unknown: max_concurrent_runs applies"
+        cap = capacity + local
+        return min(cap, tasks), cap, f"remote pool with {capacity} live slot(s): up to {min(cap, tasks)} at once"
+
+    def _run_wave(self, todo: list[str], base: str, cap: int, remote_cap: int | None) -> None:
+        """Run the wave's tasks in parallel, ``cap`` at once; merge each into the integration branch as
+        soon as it and every task before it (in plan order) are done, so merges and clean-ups overlap
+        the wave."""
+        cap = max(1, cap)
+        self.remote_cap = remote_cap
         self.slots = threading.BoundedSemaphore(cap)
         self.pool = ThreadPoolExecutor(max_workers=min(len(todo), 2 * cap), thread_name_prefix="bosun-plan-task")
         # Merges run one at a time, in order, on their own (lower-priority) thread and connection.
@@ -220,7 +248,7 @@ class WaveDriver:
         return WaveContext(
             plan_id=self.plan_id, plan=self.plan, repo=self.repo, profile_flag=self.profile_flag,
             wave_ref=self.wave_ref, db_path=self.ctx.store.path, settings_overrides=self.ctx.settings_overrides,
-            slots=self.slots, post=self.post,
+            slots=self.slots, post=self.post, remote_cap=self.remote_cap,
         )
 
     def _merge_if_ready(self, tid: str) -> None:

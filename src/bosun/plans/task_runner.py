@@ -42,6 +42,7 @@ class WaveContext:
     settings_overrides: Any
     slots: threading.BoundedSemaphore  # the wave's concurrency cap
     post: ThreadPoolExecutor  # lower-priority threads for steps off the critical path
+    remote_cap: int | None = None  # active remote runs allowed at once (the pool's capacity and more)
 
 
 class TaskRunner:
@@ -175,7 +176,8 @@ class TaskRunner:
             profile = self._choose_profile(pt, last)
             task = self.contract.model_copy(update={"base": self.base})
             run = prepare(self.ctx, task, self.wave.repo, profile, wait=True, plan_id=self.plan_id,
-                          task_source=f"plan {self.plan_id} task {self.task_id}", carry_uncommitted=False)
+                          task_source=f"plan {self.plan_id} task {self.task_id}", carry_uncommitted=False,
+                          remote_cap=self.wave.remote_cap)
         except BosunError as exc:
             failures = [*(pt["data"].get("failures") or []),
                         {"run": None, "profile": None, "state": "not prepared", "code": exc.code, "message": exc.message}]

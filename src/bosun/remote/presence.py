@@ -40,3 +40,17 @@ async def live_agents(kv: Any) -> list[dict[str, Any]]:
         if isinstance(doc, dict):
             out.append({"name": key, **{k: v for k, v in doc.items() if k != "name"}})
     return out
+
+
+def pool_capacity(agents: list[dict[str, Any]], pool: str) -> int:
+    """How many tasks ``pool`` takes at once: the declared capacity of its live agents that are not
+    draining (a draining agent takes nothing new)."""
+    total = 0
+    for agent in agents:
+        if agent.get("pool") != pool or agent.get("draining"):
+            continue
+        try:
+            total += max(0, int(agent.get("capacity") or 0))
+        except (TypeError, ValueError):
+            continue  # a malformed presence entry says nothing about capacity
+    return total

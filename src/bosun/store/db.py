@@ -154,9 +154,16 @@ class Store:
         )
         return [dict(r) for r in rows]
 
-    def count_active(self) -> int:
+    def count_active(self, remote: bool | None = None) -> int:
+        """Runs in an active state; with ``remote``, only the runs whose worker is (or is not) on a
+        remote pool (marked ``remote`` in their data by ``prepare``)."""
         marks = ", ".join("?" for _ in ACTIVE_STATES)
-        row = self.db.execute(f"SELECT COUNT(*) FROM runs WHERE state IN ({marks})", tuple(ACTIVE_STATES)).fetchone()
+        sql = f"SELECT COUNT(*) FROM runs WHERE state IN ({marks})"
+        args: list[object] = [*ACTIVE_STATES]
+        if remote is not None:
+            sql += " AND COALESCE(json_extract(data, '$.remote'), 0) = ?"
+            args.append(1 if remote else 0)
+        row = self.db.execute(sql, tuple(args)).fetchone()
         return int(row[0])
 
     # -- attempts -----------------------------------------------------------------------------

@@ -41,3 +41,30 @@ class RemoteWorker:
         if not profile.base_url:
             info.problems.append("profile has adapter = \"remote\" but no base_url = \"nats://...\"")
         return info
+
+
+CAPACITY_LOOKUP_S = 5.0
+
+
+def live_capacity(profile: Profile) -> int | None:
+    """How many tasks the pool of a remote ``profile`` runs at once now (its live agents' capacity,
+    from their presence), or None when the hub cannot say (unreachable, no nats-py, no agents)."""
+    import asyncio
+
+    async def lookup() -> int:
+        from bosun.remote import protocol as P
+        from bosun.remote.connect import ConnectOptions, connect
+        from bosun.remote.presence import live_agents, pool_capacity
+
+        nc = await connect(ConnectOptions.from_env(profile.base_url, name="bosun capacity"))
+        try:
+            kv = await nc.jetstream().key_value(P.AGENTS)
+            return pool_capacity(await live_agents(kv), profile.model or "default")
+        finally:
+            await nc.close()
+
+    try:
+        capacity = asyncio.run(asyncio.wait_for(lookup(), CAPACITY_LOOKUP_S))
+    except Exception:  # noqa: BLE001 - any failure means the pool's capacity is unknown; callers fall back
+        return None
+    return capacity or None

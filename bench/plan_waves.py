@@ -89,7 +89,7 @@ def make_repo(tmp: Path, env: dict[str, str], cap: int) -> Path:
 def task(n: int, sleep: float) -> dict:
     path = f"out/t{n:02d}.txt"
     return {"id": f"t{n:02d}", "title": f"task {n}", "prompt": f"@sleep {sleep}\n@write {path} {n}",
-            "owns": [path], "verify": [f"test -f {path}"], "timeout_s": 120}
+            "owns": [path], "verify": [f"test -s {path}"], "timeout_s": 120}
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, dict]:

@@ -16,6 +16,7 @@ Three entry points:
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -57,6 +58,9 @@ TAIL_BYTES = 192 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024
 STDOUT_GRACE_S = 2.0
 KILL_GRACE_S = 1.0
+# How often a supervised step checks its timeouts and cancellation while the child runs. The child's
+# exit itself is seen at once (``ExitWatch``), not at the next check.
+POLL_S = 0.05
 
 
 def allowlisted_env(
@@ -168,6 +172,14 @@ class SupervisedResult:
     contained: list[dict[str, object]] = field(default_factory=list)
     stdout: BoundedBuffer = field(default_factory=BoundedBuffer)
     stderr: BoundedBuffer = field(default_factory=BoundedBuffer)
+    # Wall clock (time.time()) when the process was started and when its exit was seen: the process's
+    # own time, without bosun's set-up before it and its clean-up after (``duration_s`` has both).
+    started_at: float = 0.0
+    exited_at: float = 0.0
+
+    @property
+    def process_s(self) -> float:
+        return max(0.0, self.exited_at - self.started_at)
 
     @property
     def ok(self) -> bool:
@@ -318,6 +330,7 @@ def run_supervised(
         finally:
             if prepared is not None:
                 prepared.close()
+        spawned_at = time.time()
         pgid = proc.pid
         step = reaper.register(pending, pgid) if pending is not None else None
     if stdin_pipe is not None:
@@ -325,7 +338,7 @@ def run_supervised(
         stdin_pipe(proc.stdin)
     try:
         return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
-                          on_start, should_stop, stdout_grace_s, step)
+                          on_start, should_stop, stdout_grace_s, step, spawned_at)
     except BaseException:
         if step is not None:
             terminate_group(pgid, grace=0.2)
@@ -345,13 +358,14 @@ def _supervise(
     should_stop: Callable[[], bool] | None,
     stdout_grace_s: float,
     step: Step | None,
+    spawned_at: float,
 ) -> SupervisedResult:
     from bosun.sandbox import reaper
 
     pgid = proc.pid
     if on_start is not None:
         on_start(pgid)
-    result = SupervisedResult(list(argv), None, 0.0)
+    result = SupervisedResult(list(argv), None, 0.0, started_at=spawned_at)
     activity = [time.monotonic()]
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
@@ -365,29 +379,31 @@ def _supervise(
 
     deadline = started + timeout_s if timeout_s else None
     next_note = 0.0
-    while True:
-        try:
-            proc.wait(timeout=0.05)
+    exited = ExitWatch(proc)
+    try:
+        while True:
+            if exited.wait(POLL_S):
+                break
+            now = time.monotonic()
+            if step is not None and now >= next_note:
+                reaper.note_descendants(step)
+                next_note = now + 0.5
+            if deadline is not None and now >= deadline:
+                result.timed_out = True
+            elif idle_timeout_s and now - activity[0] >= idle_timeout_s:
+                result.idle_timed_out = True
+            elif should_stop is not None and should_stop():
+                result.cancelled = True
+            else:
+                continue
+            terminate_group(pgid)
+            proc.wait()
             break
-        except subprocess.TimeoutExpired:
-            pass
-        now = time.monotonic()
-        if step is not None and now >= next_note:
-            reaper.note_descendants(step)
-            next_note = now + 0.5
-        if deadline is not None and now >= deadline:
-            result.timed_out = True
-        elif idle_timeout_s and now - activity[0] >= idle_timeout_s:
-            result.idle_timed_out = True
-        elif should_stop is not None and should_stop():
-            result.cancelled = True
-        else:
-            continue
-        terminate_group(pgid)
-        proc.wait()
-        break
+    finally:
+        exited.close()
 
     result.exit_code = proc.returncode
+    result.exited_at = time.time()
     # The main process is gone. Children that inherited stdout may keep the pipe open forever:
     # give them a short grace to finish writing, then kill the whole group.
     grace_end = time.monotonic() + stdout_grace_s
@@ -408,6 +424,45 @@ def _supervise(
             pass
     result.duration_s = time.monotonic() - started
     return result
+
+
+class ExitWatch:
+    """Waits for a child's exit and wakes the moment it happens.
+
+    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, so every supervised step ended up to
+    50 ms after its process did. On Linux a pidfd becomes readable when the process exits: waiting
+    on it blocks without polling. Elsewhere (or when the kernel has no pidfd) it falls back to
+    ``Popen.wait``.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            return  # no pidfd here; or the child is already gone (the wait below reaps it)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN)
+
+    def wait(self, timeout: float) -> bool:
+        """True once the child has exited (and is reaped), False after ``timeout`` seconds."""
+        if self._poll is None:
+            try:
+                self.proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        if not self._poll.poll(max(0, int(timeout * 1000))):
+            return self.proc.poll() is not None
+        self.proc.wait()
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:

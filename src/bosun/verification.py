@@ -82,6 +82,7 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         entry.update(
             exit_code=res.exit_code,
             duration_s=round(res.duration_s, 3),
+            process_s=round(res.process_s, 4),  # the command alone, without bosun's set-up and clean-up
             timed_out=res.timed_out,
             output_tail=res.output_tail(OUTPUT_TAIL_CHARS),
         )

@@ -52,3 +52,44 @@ def test_baseline_off(cli, repo, task_file):
     assert "no baseline" in res["verification"]["proof"]
     assert not (paths.run_dir(res["id"]) / "baseline.json").exists() or json.loads(
         (paths.run_dir(res["id"]) / "baseline.json").read_text())["verification"] is None
+
+
+# The verify command, run on the start tree (baseline) and on the change (verification): the baseline
+# waits for the verification to have run, so it only passes when the two overlap.
+OVERLAP_CHECK = """import pathlib, sys, time
+marks = pathlib.Path(sys.argv[1])
+if "a - b  # bug" in pathlib.Path("src/calc.py").read_text():  # the start tree: the baseline
+    deadline = time.monotonic() + 30
+    while not (marks / "verified").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (marks / "baseline").write_text("saw the verification" if (marks / "verified").exists() else "alone")
+    sys.exit(1)  # the bug is there: the proof's "before"
+(marks / "verified").write_text("yes")
+"""
+
+
+def test_verification_overlaps_a_baseline_the_worker_outran(cli, repo, tmp_path):
+    # A fast worker ends while the tests still run on the start tree: verification of the change does
+    # not wait for them, and the proof still has both sides.
+    toml = repo / "bosun.toml"
+    toml.write_text('sandbox = "off"\n' + toml.read_text())  # the check's marks live outside the worktree
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    check = tmp_path / "check.py"
+    check.write_text(OVERLAP_CHECK)
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} {check} {marks}"])
+    code, res = delegate(cli, repo, task, "fix")
+    assert code == 0, res
+    assert (marks / "baseline").read_text() == "saw the verification"
+    assert res["verification"]["proven"] is True, res["verification"]
+    assert json.loads((paths.run_dir(res["id"]) / "baseline.json").read_text())["verification"]["passed"] is False
+
+
+def test_bosun_work_alone_records_its_baseline(cli, repo, task_file):
+    # Outside a delegation (`bosun work`, then `bosun verify` in another process) work waits for it.
+    code, res = cli("prepare", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0, res
+    code, res = cli("work", res["id"], "--json")
+    assert res["state"] == "worked", res
+    doc = json.loads((paths.run_dir(res["id"]) / "baseline.json").read_text())
+    assert doc["verification"]["passed"] is False

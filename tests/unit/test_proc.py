@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
+
+import pytest
 
 from bosun import proc
 
@@ -50,3 +54,29 @@ def test_process_start_time():
     assert proc.process_start_time(os.getpid()) is not None
     assert proc.pid_alive(os.getpid(), proc.process_start_time(os.getpid()))
     assert not proc.pid_alive(os.getpid(), -5)
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd on this platform: the polling fallback sleeps")
+def test_supervision_waits_for_the_exit_without_sleeping(monkeypatch):
+    # Popen.wait(timeout) polls with sleeps of up to 50 ms: each step ended that much after its process.
+    # Patched (the only way to see a sleep from outside): any sleep while the child runs fails the run.
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"slept {seconds}s while waiting for the child")
+
+    monkeypatch.setattr(time, "sleep", no_sleep)
+    res = proc.run_supervised([sys.executable, "-c", "print('done')"],
+                              cwd=".", env=dict(os.environ))
+    assert res.ok and res.stdout.text() == "done\n"
+    assert 0 < res.started_at <= res.exited_at and res.process_s == res.exited_at - res.started_at
+
+
+def test_exit_watch_reports_running_then_exited():
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    watch = proc.ExitWatch(child)
+    try:
+        assert watch.wait(0) is False and child.returncode is None
+        assert child.stdin is not None
+        child.stdin.close()
+        assert watch.wait(30) is True and child.returncode == 0  # reaped
+    finally:
+        watch.close()

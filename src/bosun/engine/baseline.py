@@ -6,7 +6,10 @@ and bosun says so. When the worker changed existing tests, the proof is taken wi
 tests held out (see :mod:`bosun.engine.heldout`): a rewritten test proves nothing either.
 
 The baseline runs in a detached checkout of the start commit (an idle worktree of the warm pool
-when there is one, else a new worktree), in a thread started when the worker starts, so it costs no wall time when the worker takes longer than the tests. Its result is cached
+when there is one, else a new worktree), in a thread started when the worker starts, so it costs no
+wall time when the worker takes longer than the tests. A delegation does not wait for it when the
+worker ends: verification of the change runs while the baseline finishes, and the proof waits for it
+(:func:`settle`) only once both are needed. Its result is cached
 per start tree and commands (``$BOSUN_HOME/baselines``): the same task run again, or a plan's
 tasks on the same base, reuse it. The baseline directory lives under the run directory, outside
 anything the worker's sandbox lets it write.
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 
 BASELINE = "baseline.json"
 FORMAT_VERSION = 1
+
+# Baselines this process started and has not recorded yet, by run id (see ``settle``).
+_running: dict[str, BaselineJob] = {}
 
 
 def cache_key(start_tree: str, task: TaskContract) -> str:
@@ -102,6 +108,7 @@ class BaselineJob:
         self._thread = threading.Thread(target=self._work, name=f"baseline-{run['id']}", daemon=True)
 
     def start(self) -> BaselineJob:
+        _running[self.run["id"]] = self
         self._thread.start()
         return self
 
@@ -116,11 +123,13 @@ class BaselineJob:
         that failed or was cancelled will not be verified, and nothing of the baseline may outlive it."""
         self._stop.set()
         self._thread.join()
+        _running.pop(self.run["id"], None)
 
     def wait(self) -> dict[str, Any]:
         self._thread.join()
         doc = {"format_version": FORMAT_VERSION, "verification": self.result, "error": self.error}
         write_json_atomic(paths.run_dir(self.run["id"]) / BASELINE, doc)
+        _running.pop(self.run["id"], None)
         return doc
 
 
@@ -134,7 +143,26 @@ def start_baseline(run: RunRow, task: TaskContract, setting: str) -> BaselineJob
     return BaselineJob(run, task).start()
 
 
+def settle(run_id: str) -> None:
+    """Wait for the baseline this process is still taking for ``run_id``, if any, and record it.
+
+    ``work(defer_baseline=True)`` leaves the baseline running when the worker ends, so that
+    verification of the change overlaps it (a fast worker finishes before the tests on the start
+    tree do); whoever needs the baseline, or ends the delegation, settles it."""
+    job = _running.get(run_id)
+    if job is not None:
+        job.wait()
+
+
+def stop_running(run_id: str) -> None:
+    """Stop the baseline this process is still taking for ``run_id``, if any (nothing recorded)."""
+    job = _running.get(run_id)
+    if job is not None:
+        job.stop()
+
+
 def read_baseline(run_id: str) -> dict[str, Any] | None:
+    settle(run_id)
     doc = read_json(paths.run_dir(run_id) / BASELINE, None)
     return doc.get("verification") if isinstance(doc, dict) else None
 

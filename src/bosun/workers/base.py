@@ -247,6 +247,8 @@ class WorkerResult:
     steps: int = 0
     unenforced: list[str] = field(default_factory=list)  # safety rules this CLI could not enforce
     stderr_tail: str = ""
+    # The CLI process's own window: {started_at, exited_at (wall clock), wall_s}; None without a process.
+    process: dict[str, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -264,6 +266,7 @@ class WorkerResult:
             "usage": self.usage.to_dict(),
             "steps": self.steps,
             "unenforced": self.unenforced,
+            "process": self.process,
         }
 
 

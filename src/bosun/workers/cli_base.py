@@ -104,7 +104,10 @@ def run_cli(
         proc.reap_strays(env[proc.TOKEN_VAR])
     if res.contained:
         ctx.emit(ev_contained(res.contained))
-    return finish_result(ctx, parser.state, res, steps_exceeded[0])
+    result = finish_result(ctx, parser.state, res, steps_exceeded[0])
+    result.process = {"started_at": round(res.started_at, 4), "exited_at": round(res.exited_at, 4),
+                      "wall_s": round(res.process_s, 4)}
+    return result
 
 
 def key_on_argv(ctx: WorkerContext, argv: Sequence[str]) -> str | None:

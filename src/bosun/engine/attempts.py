@@ -218,9 +218,11 @@ def run_attempts(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     prompt_override: str | None = None,
     fresh_session: bool = False,
+    on_worker_start: Callable[[], None] | None = None,
 ) -> Outcome:
     """Run the worker, walking the fallback chain. ``prompt_override`` with ``fresh_session`` is a
-    one-off turn on exactly this profile (self-review)."""
+    one-off turn on exactly this profile (self-review). ``on_worker_start`` is called once, when the
+    first worker process has started (work that can overlap the worker starts then)."""
     from bosun.isolation.guard import install_guard
     from bosun.workers.registry import get_worker
 
@@ -316,7 +318,7 @@ def run_attempts(
                 read_only=task.mode != Mode.code,
                 permissions=mode_permissions(task),
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
-                on_start=lambda pid: _record_worker_pid(store, run_id, pid),
+                on_start=_on_start(store, run_id, on_worker_start),
                 confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,
                                            provider_ports(profile) if settings.network == "provider-only" else None,
                                            caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
@@ -411,6 +413,17 @@ def _failure_hint(result: WorkerResult, chain_len: int) -> str:
 
 def _clear_tmp(tmp: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _on_start(store: Store, run_id: str, once: Callable[[], None] | None) -> Callable[[int], None]:
+    pending = [once] if once is not None else []
+
+    def started(pid: int) -> None:
+        _record_worker_pid(store, run_id, pid)
+        if pending:
+            pending.pop()()
+
+    return started
 
 
 def _record_worker_pid(store: Store, run_id: str, pid: int) -> None:

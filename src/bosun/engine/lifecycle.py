@@ -40,16 +40,12 @@ def prepare(
     plan_id: str | None = None,
     task_source: str | None = None,
     carry_uncommitted: bool = True,
-    warm_tokenizer: bool = False,
     remote_cap: int | None = None,
 ) -> RunRow:
     """Validate everything, then create the run, its snapshot and its worktree.
 
     ``remote_cap`` bounds the active runs whose worker is on a remote pool (default
     ``max_concurrent_runs``); see :func:`active_cap`.
-
-    ``warm_tokenizer`` starts loading the receipt's tokenizer while git checks out the worktree
-    (the load holds the interpreter lock; a git subprocess does not need it).
 
     ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
     tasks start from the integration branch, which already holds the user's snapshot).
@@ -119,10 +115,6 @@ def prepare(
     remote, cap = active_cap(settings, choice.profile.adapter, remote_cap)
     with locks.concurrency_slot(lambda: ctx.store.count_active(remote=remote), cap, wait):
         ctx.store.insert_run(run, prompt=task.prompt)
-    if warm_tokenizer:
-        from bosun.metrics import preload_tokenizer
-
-        preload_tokenizer()
     try:
         wt = open_worktree(ctx.store, settings, task, repo, run_id, branch, start, wt)
         view = create_view(rdir, wt, repo, start)
@@ -165,10 +157,17 @@ def work(
     profile_name: str | None = None,
     on_event: Any = None,
     task: TaskContract | None = None,
+    defer_baseline: bool = False,
+    warm_tokenizer: bool = False,
 ) -> RunRow:
     """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled.
 
-    ``task`` is the run's task when the caller holds it already (delegate); else task.json is read."""
+    ``task`` is the run's task when the caller holds it already (delegate); else task.json is read.
+    ``defer_baseline``: a caller that verifies next in this process (delegate) does not wait for the
+    baseline here; verification overlaps it and the proof waits for it (``baseline.settle``).
+    ``warm_tokenizer``: the receipt's tokenizer loads in the background once the worker process runs.
+    Loading it earlier (it holds the interpreter lock for about 50 ms) delayed every step of bosun's
+    own before the worker starts; while the worker runs, bosun has nothing else to do."""
     from bosun.engine.attempts import run_attempts
     from bosun.engine.baseline import start_baseline
 
@@ -191,11 +190,13 @@ def work(
         began = boot_clock()
         baseline = start_baseline(run, task, settings.baseline)
         try:
-            outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event)
+            outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event,
+                                   on_worker_start=_preload_tokenizer if warm_tokenizer else None)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
             if baseline is not None and outcome.result.status == "ok":
-                baseline.wait()
+                if not defer_baseline:
+                    baseline.wait()
             elif baseline is not None:
                 # Only a change that will be verified needs the proof: a failed or cancelled worker's
                 # baseline is stopped (cancel stays prompt, and nothing of it outlives the run).
@@ -210,6 +211,12 @@ def work(
                 ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, reason)
             raise
         return _finish_work(ctx, run_id, outcome)
+
+
+def _preload_tokenizer() -> None:
+    from bosun.metrics import preload_tokenizer
+
+    preload_tokenizer()
 
 
 def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
@@ -299,7 +306,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
     verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
     record.write_doc(run_id, record.VERIFICATION, verification)
     diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
-                                 on_disk=not verification.get("skipped"))
+                                 on_disk=not verification.get("skipped"), scanned=change)
     gates = extra_gates + gates
     gates.extend(g for g in (violation, verdict.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
     sha = digest(diff)
@@ -549,8 +556,11 @@ def delegate(
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
 
     The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
+    from bosun.quick_exit import skip_final_collection
+
+    skip_final_collection()  # the process that delegates exits without collecting what it loaded
     ctx = ctx.pinned()
-    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source, warm_tokenizer=True)
+    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
     run_id = run["id"]
     if on_prepared is not None:
         on_prepared(run_id)
@@ -563,24 +573,35 @@ def delegate(
 
 
 def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
+    from bosun.engine.baseline import settle, stop_running
+
     with locks.run_lock(run_id):
         try:
-            run = work(ctx, run_id, on_event=on_event, task=task)
-        except BosunError:
-            _safe_report(ctx, run_id)
+            run = _work_verify_land(ctx, run_id, task, auto_approve, on_event)
+        except BaseException:
+            stop_running(run_id)  # nothing of the baseline outlives a delegation that failed
             raise
-        if run["state"] == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
-            _safe_report(ctx, run_id)
-            return ctx.store.require_run(run_id)
-        run = verify(ctx, run_id, task)
-        if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code:
-            approve(ctx, run_id, task=task)
-            integrate(ctx, run_id, task=task)
-            run = report(ctx, run_id)
-        else:
-            _safe_report(ctx, run_id)
-            run = ctx.store.require_run(run_id)
-    return run
+        settle(run_id)  # a baseline that verification did not need (a refused change) is still recorded
+        return run
+
+
+def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
+    try:
+        # The baseline goes on while the change is verified: a fast worker does not wait for it.
+        run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_tokenizer=True)
+    except BosunError:
+        _safe_report(ctx, run_id)
+        raise
+    if run["state"] == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
+        _safe_report(ctx, run_id)
+        return ctx.store.require_run(run_id)
+    run = verify(ctx, run_id, task)
+    if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code:
+        approve(ctx, run_id, task=task)
+        integrate(ctx, run_id, task=task)
+        return report(ctx, run_id)
+    _safe_report(ctx, run_id)
+    return ctx.store.require_run(run_id)
 
 
 def _safe_report(ctx: Ctx, run_id: str) -> None:

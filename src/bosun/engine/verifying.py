@@ -141,21 +141,33 @@ def gates_for_tree(
     verification: dict[str, Any],
     *,
     on_disk: bool,
+    scanned: Change | None = None,
 ) -> tuple[bytes, list[GateResult]]:
     """The diff and gates of ``start..tree``, file contents read from the tree's blobs.
 
     ``on_disk``: the worktree holds exactly ``tree`` right now (after ``materialize``), so symlinks may
     be resolved there; at approve time it may not, and only the tree is judged.
+    ``scanned``: the scan that built ``tree`` moments ago in this process; its diff and files are
+    those of ``start..tree`` (the scan diffs the same two trees through the same view), so they are
+    not computed again. ``approve`` passes none and recomputes them from the tree.
     """
     from bosun.engine.gating import evaluate
 
     view = view_of(run)
-    diff = tree_diff(view, run["start_commit"], tree)
-    changes = tree_changes(view, run["start_commit"], tree)
+    if scanned is not None and scanned.tree == tree and view.start == run["start_commit"]:
+        diff, changes = scanned.diff, scanned.changes
+    else:
+        diff = tree_diff(view, run["start_commit"], tree)
+        changes = tree_changes(view, run["start_commit"], tree)
     links = {c.path for c in changes if c.new_mode == "120000"}
+    blobs: dict[str, bytes | None] = {}  # several gates read the same file: one `cat-file` each
 
     def new_bytes(path: str) -> bytes | None:
-        return None if path in links else blob_bytes(view, tree, path)
+        if path in links:
+            return None
+        if path not in blobs:
+            blobs[path] = blob_bytes(view, tree, path)
+        return blobs[path]
 
     gates = evaluate(run, task, settings, diff, changes, verification, new_bytes=new_bytes, on_disk=on_disk)
     return diff, gates

@@ -1,0 +1,90 @@
+"""What bosun does around the worker, and when: nothing computed twice, overlapping work started once
+the worker runs, and a process that exits without collecting what it loaded.
+
+None of these is timed: each checks the shape that makes bosun's own time short (bench/real_cli.py
+measures it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+from bosun import metrics, proc, quick_exit
+from bosun.engine import lifecycle
+from tests.conftest import ROOT
+
+
+def delegate(cli, repo, task, *extra: str) -> dict:
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "fix", "--json", *extra)
+    assert code == 0, res
+    return res
+
+
+def test_the_change_is_diffed_and_read_once(cli, repo, task_file, monkeypatch):
+    # Every git process bosun starts goes through proc.run_quick; wrapped to list them (the reason).
+    argvs: list[list[str]] = []
+    run_quick = proc.run_quick
+
+    def listed(argv, *a, **k):
+        argvs.append([str(x) for x in argv])
+        return run_quick(argv, *a, **k)
+
+    monkeypatch.setattr(proc, "run_quick", listed)
+    res = delegate(cli, repo, task_file)
+    assert res["state"] == "verified"
+    patches = [a for a in argvs if a[1:4] == ["diff-tree", "-r", "-p"]]
+    assert len(patches) == 1, patches  # the scan's diff is the one the gates judge
+    blobs = [a for a in argvs if a[1:3] == ["cat-file", "blob"] and a[3].endswith(":src/calc.py")]
+    assert len(blobs) == 1, blobs
+
+
+def test_the_tokenizer_loads_while_the_worker_runs_not_before(cli, repo, task_file, monkeypatch):
+    metrics._loaded.clear()
+    seen = {}
+    work = lifecycle.work
+
+    def observed(*a, **k):  # wrapped to look at the moment the work phase begins (the reason)
+        seen["loading"] = any(t.name == "bosun-tokenizer" for t in threading.enumerate()) or bool(metrics._loaded)
+        return work(*a, **k)
+
+    monkeypatch.setattr(lifecycle, "work", observed)
+    delegate(cli, repo, task_file)
+    assert seen == {"loading": False}  # prepare's git work did not share the interpreter with it
+    assert metrics._loaded  # and the receipt had it
+
+
+def test_on_worker_start_runs_once_the_worker_process_exists(repo, task_file):
+    from bosun.contract import load_contract
+    from bosun.engine.attempts import run_attempts
+    from bosun.engine.context import Ctx
+    from bosun.store.db import open_store
+
+    ctx = Ctx(open_store())
+    run = lifecycle.prepare(ctx, load_contract(task_file), repo, "fix")
+    calls = []
+    settings = ctx.settings(repo)
+
+    def started() -> None:
+        calls.append(ctx.store.require_run(run["id"])["data"].get("worker_pid"))
+
+    outcome = run_attempts(ctx, settings, run, load_contract(task_file), on_worker_start=started)
+    assert outcome.result.ok
+    assert len(calls) == 1 and isinstance(calls[0], int)  # after the pid was recorded, once
+    assert outcome.result.process and outcome.result.process["exited_at"] >= outcome.result.process["started_at"]
+
+
+def test_a_delegating_process_exits_without_the_final_collection(cli, repo, task_file):
+    delegate(cli, repo, task_file)
+    assert quick_exit.registered()
+
+
+def test_skip_final_collection_freezes_at_exit_only():
+    code = ("import atexit, gc\n"
+            "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+            "from bosun.quick_exit import skip_final_collection\n"
+            "skip_final_collection(); skip_final_collection()\n"
+            "print('before exit', gc.get_freeze_count() > 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "src")}).stdout
+    assert out == "before exit False\nat exit True\n"

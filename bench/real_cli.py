@@ -276,6 +276,10 @@ def time_delegate(cli: str, mode: str, repo: Path, task: Path, env: dict[str, st
     row = {"cli": cli, "mode": mode, "round": n, "tree": tree, "wall": wall, "worker": process["wall_s"], "verify": verify_s,
            "reverify": reverify_s, "before": before, "after": after, "own": before + after,
            "launched": launched, "ended": ended, "process": process}
+    baseline = rdir / "baseline.json"
+    if baseline.exists():
+        doc = json.loads(baseline.read_text())
+        row["baseline"] = {"error": doc.get("error"), "cached": bool((doc.get("verification") or {}).get("cached"))}
     if timeline.exists():
         row["timeline"] = json.loads(timeline.read_text())
     return row
@@ -328,7 +332,7 @@ def breakdown(row: dict[str, Any]) -> dict[str, float]:
     out["waiting: worker's pipes and containment after its exit"] = step_end - exit_
     phase("after: work: ", step_end, work[1], {
         "stray scan": total(row, "work: stray scan", lo=exit_),
-        "waiting: baseline thread": total(row, "work: baseline wait"),
+        "waiting: baseline thread": total(row, "work: baseline wait", *work),
         "user git dir compared": total(row, "work: user git dir compared"),
     })
     out["after: between work and verify"] = verify[0] - work[1]
@@ -336,7 +340,8 @@ def breakdown(row: dict[str, Any]) -> dict[str, float]:
         "lingering processes scan": total(row, "verify: lingering scan", *verify),
         "scan (the change as a tree)": total(row, "verify: scan", *verify),
         "verification around its commands (materialize, HOME, sandbox, supervision)":
-            total(row, "verify: verify_change", *verify) - row["verify"],
+            total(row, "verify: verify_change", *verify) - row["verify"] - total(row, "work: baseline wait", *verify),
+        "waiting: baseline thread, after the change's verification": total(row, "work: baseline wait", *verify),
         "gates (with the diff)": total(row, "verify: gates", *verify),
     }, exclude=row["verify"])
     if row["mode"] == "auto":

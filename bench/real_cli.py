@@ -64,11 +64,14 @@ MODEL = {"opencode": "mock-model", "codex": "gpt-5.5", "claude": "mock-model"}
 LAUNCHER = r"""
 import time
 _T0 = time.time()
-import atexit, functools, importlib, json, os, sys, threading
+import atexit, functools, importlib.abc, json, os, sys, threading
 _marks = {"launch_py": _T0}
 _spans = []
+_probes = {}
+for _m, _p, _l in json.loads(os.environ["BOSUN_BENCH_PROBES"]):
+    _probes.setdefault(_m, []).append((_p, _l))
 def _wrap(module, path, label):
-    owner = importlib.import_module(module)
+    owner = module
     *parents, attr = path.split(".")
     for name in parents:
         owner = getattr(owner, name)
@@ -81,16 +84,34 @@ def _wrap(module, path, label):
         finally:
             _spans.append((label, t0, time.time(), threading.current_thread() is threading.main_thread()))
     setattr(owner, attr, timed)
+class _Probing(importlib.abc.MetaPathFinder):
+    # Wraps a module's probes right after bosun imports it, so every import happens where it would.
+    def find_spec(self, name, path, target=None):
+        if name not in _probes:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            for p, l in _probes[name]:
+                _wrap(module, p, l)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, _Probing())
 def _dump():
     _marks["atexit"] = time.time()
     with open(os.environ["BOSUN_BENCH_TIMELINE"], "w") as fh:
         json.dump({"marks": _marks, "spans": _spans}, fh)
 atexit.register(_dump)
 from bosun.cli.main import main
-_marks["imported_main"] = time.time()
-for _m, _p, _l in json.loads(os.environ["BOSUN_BENCH_PROBES"]):
-    _wrap(_m, _p, _l)
-_marks["main"] = time.time()
+_marks["imported_main"] = _marks["main"] = time.time()
 code = main(sys.argv[1:])
 _marks["main_done"] = time.time()
 sys.exit(code)
@@ -402,18 +423,21 @@ def report(rows: list[dict[str, Any]], bare: dict[str, list[float]], args: argpa
     print("\nown time = wall - worker process - verify commands (for --auto-approve also the reverification's);"
           " medians of per-run figures")
     if args.compare:
-        print("\npaired per round: own time of the compared code - own time of this code (positive: this is faster)\n")
-        print("| CLI | run | median | min | max | per round |\n|---|---|---:|---:|---:|---|")
+        print("\npaired per round: the compared code's figure - this code's (positive: this is faster)\n")
+        print("| CLI | run | own: median | min | max | wall: median | min | max |\n|---|---|---:|---:|---:|---:|---:|---:|")
         for cli in args.clis:
             for mode in ("delegate", "auto"):
-                pairs = {}
+                pairs: dict[str, dict[str, dict[str, Any]]] = {}
                 for r in rows:
                     if r["cli"] == cli and r["mode"] == mode:
-                        pairs.setdefault(r["pair"], {})[r["tree"]] = r["own"]
-                diffs = [d["compared"] - d["this"] for d in pairs.values() if len(d) == 2]
-                if diffs:
-                    print(f"| {cli} | {mode} | {median(diffs):.3f} s | {min(diffs):.3f} | {max(diffs):.3f} "
-                          f"| {', '.join(f'{x:.2f}' for x in diffs)} |")
+                        pairs.setdefault(r["pair"], {})[r["tree"]] = r
+                both = [d for d in pairs.values() if len(d) == 2]
+                if not both:
+                    continue
+                own = [d["compared"]["own"] - d["this"]["own"] for d in both]
+                wall = [d["compared"]["wall"] - d["this"]["wall"] for d in both]
+                print(f"| {cli} | {mode} | {median(own):.3f} s | {min(own):.3f} | {max(own):.3f} "
+                      f"| {median(wall):.2f} s | {min(wall):.2f} | {max(wall):.2f} |")
     for tree in trees:
         for cli in args.clis:
             for mode in ("delegate", "auto"):

@@ -45,13 +45,37 @@ def test_the_tokenizer_loads_while_the_worker_runs_not_before(cli, repo, task_fi
     work = lifecycle.work
 
     def observed(*a, **k):  # wrapped to look at the moment the work phase begins (the reason)
-        seen["loading"] = any(t.name == "bosun-tokenizer" for t in threading.enumerate()) or bool(metrics._loaded)
+        seen["loading"] = any(t.name.startswith("bosun-") for t in threading.enumerate()) or bool(metrics._loaded)
         return work(*a, **k)
 
     monkeypatch.setattr(lifecycle, "work", observed)
     delegate(cli, repo, task_file)
     assert seen == {"loading": False}  # prepare's git work did not share the interpreter with it
     assert metrics._loaded  # and the receipt had it
+
+
+GATES_AT_WORKER_START = """import json, sys
+import bosun.engine.attempts as attempts
+run_attempts = attempts.run_attempts
+def observed(*a, **k):  # the moment the worker is about to start
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith("bosun.gates"))), file=sys.stderr)
+    return run_attempts(*a, **k)
+attempts.run_attempts = observed
+from bosun.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_gates_are_not_loaded_before_the_worker_starts(repo, task_file, tmp_path):
+    # The largest import of a delegation; nothing before the worker needs it (a task without holdout files).
+    import json
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    res = subprocess.run([sys.executable, "-c", GATES_AT_WORKER_START, "delegate", str(task_file), "--repo", str(repo),
+                          "--profile", "fix", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert json.loads(res.stdout)["state"] == "verified", res.stderr
+    assert json.loads(res.stderr.strip().splitlines()[-1]) == []
 
 
 def test_on_worker_start_runs_once_the_worker_process_exists(repo, task_file):

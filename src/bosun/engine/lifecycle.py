@@ -50,7 +50,6 @@ def prepare(
     ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
     tasks start from the integration branch, which already holds the user's snapshot).
     """
-    from bosun.engine.heldout import holdout_paths, strip_holdout
     from bosun.engine.preflight import check_task
     from bosun.engine.worktrees import open_worktree, set_up_run
     from bosun.isolation.change import create_view
@@ -67,7 +66,7 @@ def prepare(
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
     head = head_commit(repo)
 
-    if task.holdout and not holdout_paths(repo, base, task.holdout):
+    if task.holdout and not _holdout_paths(repo, base, task.holdout):
         raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",
                        "name files committed in the repository (globs as in scope and locked)")
 
@@ -84,7 +83,7 @@ def prepare(
     carry = carry_uncommitted and base == head and bool(uncommitted)
     snapshot = snapshot_commit(repo, base, scratch, known_dirty=True) if carry else None
     full_start = snapshot or base
-    start, hidden = strip_holdout(repo, full_start, task.holdout, scratch) if task.holdout else (full_start, [])
+    start, hidden = _strip_holdout(repo, full_start, task.holdout, scratch) if task.holdout else (full_start, [])
 
     run = {
         "id": run_id,
@@ -138,6 +137,20 @@ def active_cap(settings: Settings, adapter: str, remote_cap: int | None = None) 
     return remote, (remote_cap or settings.max_concurrent_runs) if remote else settings.max_concurrent_runs
 
 
+# Holdout files need the gates' notion of a test path. Imported only for a task that has them: the gates
+# package is the largest import of a delegation, and until the worker stops nothing else needs it.
+def _holdout_paths(repo: Path, base: str, holdout: list[str]) -> list[str]:
+    from bosun.engine.heldout import holdout_paths
+
+    return holdout_paths(repo, base, holdout)
+
+
+def _strip_holdout(repo: Path, start: str, holdout: list[str], scratch: Path) -> tuple[str, list[str]]:
+    from bosun.engine.heldout import strip_holdout
+
+    return strip_holdout(repo, start, holdout, scratch)
+
+
 def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = states.FAILED) -> None:
     ctx.store.merge_data(run_id, error={"code": to.upper(), "message": reason, "hint": ""})
     ctx.store.transition(run_id, expected, to, reason)
@@ -158,16 +171,17 @@ def work(
     on_event: Any = None,
     task: TaskContract | None = None,
     defer_baseline: bool = False,
-    warm_tokenizer: bool = False,
+    warm_up: bool = False,
 ) -> RunRow:
     """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled.
 
     ``task`` is the run's task when the caller holds it already (delegate); else task.json is read.
     ``defer_baseline``: a caller that verifies next in this process (delegate) does not wait for the
     baseline here; verification overlaps it and the proof waits for it (``baseline.settle``).
-    ``warm_tokenizer``: the receipt's tokenizer loads in the background once the worker process runs.
-    Loading it earlier (it holds the interpreter lock for about 50 ms) delayed every step of bosun's
-    own before the worker starts; while the worker runs, bosun has nothing else to do."""
+    ``warm_up``: once the worker process runs, a background thread imports what verification needs and
+    loads the receipt's tokenizer. Done earlier (the tokenizer holds the interpreter lock for about
+    50 ms) it delayed bosun's own steps before the worker starts; while the worker runs, bosun has
+    nothing else to do."""
     from bosun.engine.attempts import run_attempts
     from bosun.engine.baseline import start_baseline
 
@@ -191,7 +205,7 @@ def work(
         baseline = start_baseline(run, task, settings.baseline)
         try:
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event,
-                                   on_worker_start=_preload_tokenizer if warm_tokenizer else None)
+                                   on_worker_start=_warm_up if warm_up else None)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
             if baseline is not None and outcome.result.status == "ok":
@@ -213,10 +227,30 @@ def work(
         return _finish_work(ctx, run_id, outcome)
 
 
-def _preload_tokenizer() -> None:
-    from bosun.metrics import preload_tokenizer
+# What verification, the gates and the receipt load once the worker stops. A delegation loads them while
+# the worker runs (bosun has nothing else to do then), so they are not part of its own time after it.
+AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.gates", "bosun.engine.heldout",
+                        "bosun.engine.verdict", "bosun.engine.citations", "bosun.engine.run_report", "bosun.results",
+                        "bosun.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
 
-    preload_tokenizer()
+
+def _warm_up() -> None:
+    import threading
+
+    threading.Thread(target=_load_after_worker, name="bosun-warm-up", daemon=True).start()
+
+
+def _load_after_worker() -> None:
+    import importlib
+
+    from bosun.metrics import _encoder
+
+    for name in AFTER_WORKER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return  # the main thread's own import will report it
+    _encoder()  # the tokenizer's vocabulary, about 50 ms with the interpreter lock held
 
 
 def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
@@ -588,7 +622,7 @@ def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool
 def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
     try:
         # The baseline goes on while the change is verified: a fast worker does not wait for it.
-        run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_tokenizer=True)
+        run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_up=True)
     except BosunError:
         _safe_report(ctx, run_id)
         raise

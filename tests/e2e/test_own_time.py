@@ -37,6 +37,8 @@ def test_the_change_is_diffed_and_read_once(cli, repo, task_file, monkeypatch):
     assert len(patches) == 1, patches  # the scan's diff is the one the gates judge
     blobs = [a for a in argvs if a[1:3] == ["cat-file", "blob"] and a[3].endswith(":src/calc.py")]
     assert len(blobs) == 1, blobs
+    heads = [a for a in argvs if a[-1] == "HEAD^{commit}"]
+    assert len(heads) == 1, heads  # the base (HEAD) is resolved once, in the pre-flight
 
 
 def test_the_tokenizer_loads_while_the_worker_runs_not_before(cli, repo, task_file, monkeypatch):

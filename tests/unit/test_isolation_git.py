@@ -154,3 +154,15 @@ def test_resolve_commit_in_an_empty_repository(tmp_path: Path) -> None:
         head_commit(repo)
     assert "make a first commit" in exc.value.hint
     assert current_branch(repo) == "main"  # an unborn branch still has a name
+
+
+def test_resolving_a_commit_that_exists_is_one_git_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every delegation resolves its base and HEAD: whether the repository has commits at all is asked
+    # only to explain a failure. run_quick is wrapped to count processes (the reason).
+    repo = make_repo(tmp_path / "r")
+    head = run(repo, "rev-parse", "HEAD")
+    calls: list[list[str]] = []
+    run_quick = proc.run_quick
+    monkeypatch.setattr(proc, "run_quick", lambda argv, *a, **k: calls.append(list(argv)) or run_quick(argv, *a, **k))
+    assert resolve_commit(repo, "main") == head
+    assert len(calls) == 1, calls

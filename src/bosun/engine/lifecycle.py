@@ -64,7 +64,8 @@ def prepare(
     ctx.remember_settings(repo, settings)
     source_branch = current_branch(repo)
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
-    head = head_commit(repo)
+    # The pre-flight resolved the base moments ago; with the default base that is HEAD already.
+    head = base if task.base == "HEAD" else head_commit(repo)
 
     if task.holdout and not _holdout_paths(repo, base, task.holdout):
         raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",

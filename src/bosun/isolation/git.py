@@ -158,23 +158,29 @@ def has_commits(repo: Path | str) -> bool:
 
 def resolve_commit(repo: Path | str, ref: str) -> str:
     """The full sha of ``ref^{commit}``; a missing ref or an empty repository is the user's to fix."""
-    if not has_commits(repo):
-        raise BadInput(
-            f"the repository {repo} has no commits yet",
-            "make a first commit: bosun starts workers from an existing commit",
-        )
     if not ref or ref.startswith("-"):
+        if not has_commits(repo):
+            raise _no_commits(repo)
         raise BadInput(f"base ref '{ref}' does not exist", "pass a branch, tag or commit sha")
     res = git(
         ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], repo, check=False
     )
     sha = res.stdout.strip()
     if res.returncode != 0 or not sha:
+        # Whether the repository has commits at all is asked only to explain a failure: one git
+        # process fewer on every resolve that succeeds.
+        if not has_commits(repo):
+            raise _no_commits(repo)
         raise BadInput(
             f"base ref '{ref}' does not exist",
             "pass a branch, tag or commit sha that `git rev-parse` knows (fetch it first if it is remote)",
         )
     return sha
+
+
+def _no_commits(repo: Path | str) -> BadInput:
+    return BadInput(f"the repository {repo} has no commits yet",
+                    "make a first commit: bosun starts workers from an existing commit")
 
 
 def head_commit(repo: Path | str) -> str:

@@ -258,25 +258,29 @@ def test_set_up_outputs_a_worker_changed_are_not_reused(tmp_path, isolated_home)
 
 
 def test_the_baseline_borrows_an_idle_pooled_worktree_and_leaves_it_clean(tmp_path, isolated_home):
-    repo = pool_repo(tmp_path / "repo", size=2)
+    repo = pool_repo(tmp_path / "repo", size=3)
     start = git(repo, "rev-parse", "HEAD").strip()
     _bosun("pool", "warm", "--repo", str(repo), "--json")
     a = _bosun("delegate", str(task_yaml(tmp_path / "a.json")), "--repo", str(repo), "--profile", "pool_write",
                "--json")
     assert a["state"] == "verified" and "/pool/" in a["worktree"]
     baseline = json.loads((Path(a["run_dir"]) / "baseline.json").read_text())["verification"]
-    # The start tree's tests failed (the bug) in the pool's other worktree: no checkout of its own.
+    # The start tree's tests failed (the bug) in another of the pool's worktrees: no checkout of its own.
     assert baseline["checkout"] == "pool" and baseline["passed"] is False
     slots = _pool(repo)["worktrees"]
-    assert sorted(s["state"] for s in slots) == ["idle", "leased"]
-    idle = Path(next(s["path"] for s in slots if s["state"] == "idle"))
-    assert git(idle, "status", "--porcelain", "--ignored") == ""  # pytest's caches are gone too
-    assert git(idle, "rev-parse", "HEAD").strip() == start
-    assert len(git(repo, "worktree", "list").splitlines()) == 3  # the repo and the pool's two
-    # With no idle worktree left (a holds one, b the other), b's baseline adds a worktree of its own.
+    assert sorted(s["state"] for s in slots) == ["idle", "idle", "leased"]
+    for slot in slots:
+        if slot["state"] == "idle":
+            path = Path(slot["path"])
+            assert git(path, "status", "--porcelain", "--ignored") == ""  # pytest's caches are gone too
+            assert git(path, "rev-parse", "HEAD").strip() == start
+    assert len(git(repo, "worktree", "list").splitlines()) == 4  # the repo and the pool's three
+    # One idle worktree is left: b leases it, and its baseline never takes the last one from a next
+    # run, so it adds a checkout of its own.
     task_b = task_yaml(tmp_path / "b.json", verify=[f"{sys.executable} -m pytest -q -x tests"])
     b = _bosun("delegate", str(task_b), "--repo", str(repo), "--profile", "pool_write", "--json")
-    assert b["state"] == "verified", b
+    assert b["state"] == "verified" and "/pool/" in b["worktree"], b
     baseline_b = json.loads((Path(b["run_dir"]) / "baseline.json").read_text())["verification"]
     assert baseline_b["passed"] is False and "checkout" not in baseline_b and not baseline_b.get("cached")
-    assert len(git(repo, "worktree", "list").splitlines()) == 3
+    assert sorted(s["state"] for s in _pool(repo)["worktrees"]) == ["idle", "leased", "leased"]
+    assert len(git(repo, "worktree", "list").splitlines()) == 4

@@ -54,7 +54,7 @@ def test_fast_paths_import_nothing_heavy(args, tmp_path):
                          text=True, timeout=60)
     modules = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     heavy = {"typing", "shutil", "platformdirs", "pydantic", "rich", "yaml", "httpx", "dataclasses", "inspect",
-             "bosun.gates", "threading", "gettext", "urllib.parse", "ipaddress", "subprocess"}
+             "bosun.gates", "threading", "gettext", "urllib.parse", "ipaddress", "subprocess", "datetime"}
     assert not modules & heavy, sorted(modules & heavy)
 
 

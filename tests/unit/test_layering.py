@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("store/isolation", {"store", "isolation"}),
     ("proc", {"proc"}),
     ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
-              "contract_template", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
+              "contract_template", "lean_imports", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
               "worktree_config", "quick_exit"}),
 ]
 RANK = {unit: n for n, (_, units) in enumerate(LAYERS) for unit in units}

@@ -1,5 +1,5 @@
 """bosun's command line (see main.py); the package first imports argparse and pathlib lean."""
 
-from bosun.cli.lean_imports import import_lean
+from bosun.lean_imports import import_argparse_and_pathlib
 
-import_lean()
+import_argparse_and_pathlib()

@@ -252,12 +252,16 @@ def give_back(store: Store, run: RunRow, size: int) -> bool:
 def borrow(store: Store, repo: Path, commit: str) -> Path | None:
     """An idle pooled worktree, held by this process and moved to a detached checkout of ``commit``,
     for work that needs a checkout only for a while and leaves nothing (the baseline's verify
-    commands); None when none is idle. Held as ``reclaiming`` with this process as owner, so a
-    process that dies holding it loses it to the next ``warm`` or ``gc``, never to another run."""
+    commands); None unless two are idle. Held as ``reclaiming`` with this process as owner, so a
+    process that dies holding it loses it to the next ``warm`` or ``gc``, never to another run.
+
+    The last idle worktree is left for the next run: a run's checkout is on its way to the worker,
+    the baseline's only overlaps the worker."""
     from bosun.store.worktrees import pool_move, pool_rows
 
-    for row in pool_rows(store, str(repo)):
-        if row["state"] != IDLE or not pool_move(store, row["path"], IDLE, RECLAIMING, owner=_me()):
+    idle = [row for row in pool_rows(store, str(repo)) if row["state"] == IDLE]
+    for row in idle[1:]:
+        if not pool_move(store, row["path"], IDLE, RECLAIMING, owner=_me()):
             continue
         slot = Path(row["path"])
         try:

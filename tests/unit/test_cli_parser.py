@@ -70,3 +70,20 @@ def test_the_verb_table_names_every_verb_and_plan_verb_and_each_handler_exists()
     for verb in HANDLERS:
         command, _, sub = verb.partition(" ")
         assert callable(handler_for(argparse.Namespace(command=command, plan_command=sub or None)))
+
+
+@pytest.mark.parametrize("argv", [["list", "--json"], ["show", "20261201-000000-abcdef", "--json"],
+                                  ["show", "--json", "20261201-000000-abcdef"]])
+def test_the_plain_reads_parse_exactly_as_argparse_does(argv):
+    from bosun.cli.main import plain_read
+
+    assert vars(plain_read(argv)) == vars(build_parser(argv[0]).parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [["list"], ["list", "--json", "--limit", "3"], ["show", "-x", "--json"],
+                                  ["show", "--json", "--json"], ["show", "R"], ["--json", "list"],
+                                  ["show", "R", "--json", "--events"]])
+def test_every_other_form_goes_through_argparse(argv):
+    from bosun.cli.main import plain_read
+
+    assert plain_read(argv) is None

@@ -87,3 +87,22 @@ def test_every_other_form_goes_through_argparse(argv):
     from bosun.cli.main import plain_read
 
     assert plain_read(argv) is None
+
+
+@pytest.mark.parametrize(("argv", "skips"), [(["list", "--json"], True), (["show", "R", "--json"], True),
+                                             (["--help"], True), (["delegate", "--help"], True), ([], True),
+                                             (["delegate", "task.yaml"], False), (["approve", "R"], False),
+                                             (["plan", "run", "p.yaml"], False), (["dash"], False)])
+def test_only_reading_command_lines_skip_the_final_collections(argv, skips):
+    from bosun.cli.main import reads_only
+
+    assert reads_only(argv) is skips
+
+
+def test_a_read_registers_the_quick_exit_and_still_prints_everything(tmp_path):
+    code = ("import sys; from bosun.cli.main import main; from bosun import quick_exit\n"
+            "rc = main(['list', '--json']); sys.stderr.write(str(quick_exit.registered())); sys.exit(rc)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stderr == "True", out.stderr
+    assert out.stdout.startswith('{"runs": [') and out.stdout.endswith("}\n")

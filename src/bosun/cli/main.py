@@ -318,15 +318,30 @@ def _secret_flag(p: argparse.ArgumentParser) -> None:
                    help="dispatch even when the task's prompt or acceptance looks like it holds a credential")
 
 
+# Verbs that only read and print. Nothing of theirs needs the interpreter's final garbage collections
+# (stdout is flushed at exit regardless), which cost a fresh process 3-5 ms of a 30 ms budget.
+READ_ONLY_VERBS = ("show", "diff", "list", "schema", "template", "history")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _JSON_REQUESTED[0] = "--json" in argv
+    if reads_only(argv):
+        from bosun.quick_exit import skip_final_collection
+
+        skip_final_collection()
     try:
         return _main(argv)
     except BrokenPipeError:
         _drop_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def reads_only(argv: list[str]) -> bool:
+    """Whether this command line only reads and prints: a read-only verb, help, or no verb at all."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first in READ_ONLY_VERBS or first is None or "--help" in argv or "-h" in argv
 
 
 def plain_read(argv: list[str]) -> argparse.Namespace | None:

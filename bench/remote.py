@@ -34,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plan_waves import WORKER  # noqa: E402  (bench/plan_waves.py, next to this file)
 
 ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
 
@@ -162,21 +164,6 @@ def dispatch_latency(tmp: Path, rounds: int) -> dict[str, object]:
 
 # -- 3. a plan across the pool ------------------------------------------------------------------
 
-SLEEPER = """\
-import json, os, sys, time
-from pathlib import Path
-sys.stdin.read()
-prompt = json.loads(Path(os.environ["BOSUN_TASK_FILE"]).read_text())["task"]["prompt"]
-for line in prompt.splitlines():
-    op, *args = line.split()
-    if op == "@sleep":
-        time.sleep(float(args[0]))
-    elif op == "@write":
-        Path(args[0]).parent.mkdir(parents=True, exist_ok=True)
-        Path(args[0]).write_text(" ".join(args[1:]) + "\\n")
-print("done")
-"""
-
 
 def bench_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
@@ -197,7 +184,7 @@ class Pool:
         self.env = bench_env(tmp)
         self.server, self.url = start_server(tmp)
         worker = tmp / "sleeper.py"
-        worker.write_text(SLEEPER)
+        worker.write_text(WORKER)  # @sleep and @write lines of the prompt, as in plan_waves
         config = tmp / "agent.toml"
         config.write_text(f'[profiles.sleeper]\nadapter = "command"\n'
                           f'command = {json.dumps([sys.executable, str(worker)])}\n')

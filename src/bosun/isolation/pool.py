@@ -225,7 +225,7 @@ def give_back(store: Store, run: RunRow, size: int) -> bool:
     remove it when the pool is full. False when the worktree is not a pooled one held by this run.
 
     The caller holds the run lock, has checked the run can no longer move, and saved its diff."""
-    from bosun.store.worktrees import pool_move, pool_rows
+    from bosun.store.worktrees import pool_move
 
     slot = Path(run["worktree"])
     repo = run["repo"]
@@ -234,19 +234,27 @@ def give_back(store: Store, run: RunRow, size: int) -> bool:
         return False
     if not pool_move(store, str(slot), LEASED, RECLAIMING, run_id=run["id"], owner=_me()):
         return False
+    _make_idle(store, repo, slot, size, run["start_commit"], setup_key=(run.get("data") or {}).get("setup_key"))
+    _delete_branch(repo, run["branch"])
+    return True
+
+
+def _make_idle(store: Store, repo: str, slot: Path, size: int, start: str | None, **fields: Any) -> None:
+    """A slot this process holds as ``reclaiming``, reset to a clean detached checkout of ``start``
+    (None: where it stands) and made idle; removed instead when the pool already holds ``size`` idle
+    worktrees or the reset fails."""
+    from bosun.store.worktrees import pool_move, pool_rows
+
     idle = sum(1 for r in pool_rows(store, repo) if r["state"] == IDLE)
     try:
         if idle >= size:
             raise BosunError("the pool is full", "")
-        _reset(slot, run["start_commit"])
+        _reset(slot, start or _head(slot))
         head = _head(slot)
     except BosunError:
         _discard(store, repo, slot, RECLAIMING)
-        _delete_branch(repo, run["branch"])
-        return True
-    _delete_branch(repo, run["branch"])
-    pool_move(store, str(slot), RECLAIMING, IDLE, head=head, setup_key=(run.get("data") or {}).get("setup_key"))
-    return True
+        return
+    pool_move(store, str(slot), RECLAIMING, IDLE, head=head, **fields)
 
 
 def borrow(store: Store, repo: Path, commit: str) -> Path | None:
@@ -276,18 +284,7 @@ def borrow(store: Store, repo: Path, commit: str) -> Path | None:
 def return_borrowed(store: Store, repo: Path, slot: Path, size: int) -> None:
     """A borrowed worktree back to idle, reset to a clean checkout of where it stands (or removed
     when the pool is full again or the reset fails)."""
-    from bosun.store.worktrees import pool_move, pool_rows
-
-    idle = sum(1 for r in pool_rows(store, str(repo)) if r["state"] == IDLE)
-    try:
-        if idle >= size:
-            raise BosunError("the pool is full", "")
-        _reset(slot, _head(slot))
-        head = _head(slot)
-    except BosunError:
-        _discard(store, str(repo), slot, RECLAIMING)
-        return
-    pool_move(store, str(slot), RECLAIMING, IDLE, head=head)
+    _make_idle(store, str(repo), slot, size, None)
 
 
 def _reset(slot: Path, start: str) -> None:

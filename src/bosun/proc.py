@@ -363,8 +363,6 @@ def _supervise(
     from bosun.sandbox import reaper
 
     pgid = proc.pid
-    if on_start is not None:
-        on_start(pgid)
     result = SupervisedResult(list(argv), None, 0.0, started_at=spawned_at)
     activity = [time.monotonic()]
     assert proc.stdout is not None and proc.stderr is not None
@@ -376,6 +374,9 @@ def _supervise(
         r.start()
     if stdin_data is not None:
         threading.Thread(target=_feed_stdin, args=(proc, stdin_data), daemon=True).start()
+    if on_start is not None:
+        # After the readers and stdin run: a caller may do work here while the child already runs.
+        on_start(pgid)
 
     deadline = started + timeout_s if timeout_s else None
     next_note = 0.0

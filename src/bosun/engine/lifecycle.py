@@ -179,10 +179,10 @@ def work(
     ``task`` is the run's task when the caller holds it already (delegate); else task.json is read.
     ``defer_baseline``: a caller that verifies next in this process (delegate) does not wait for the
     baseline here; verification overlaps it and the proof waits for it (``baseline.settle``).
-    ``warm_up``: once the worker process runs, a background thread imports what verification needs and
-    loads the receipt's tokenizer. Done earlier (the tokenizer holds the interpreter lock for about
-    50 ms) it delayed bosun's own steps before the worker starts; while the worker runs, bosun has
-    nothing else to do."""
+    ``warm_up``: once the worker process runs, the supervising thread imports what verification needs and
+    loads the receipt's tokenizer before it starts waiting. Done earlier (the tokenizer holds the
+    interpreter lock for about 50 ms) it delayed bosun's own steps before the worker starts; while the
+    worker runs, bosun has nothing else to do."""
     from bosun.engine.attempts import run_attempts
     from bosun.engine.baseline import start_baseline
 
@@ -236,9 +236,12 @@ AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.
 
 
 def _warm_up() -> None:
-    import threading
-
-    threading.Thread(target=_load_after_worker, name="bosun-warm-up", daemon=True).start()
+    """In the thread that supervises the worker, not a thread of its own: a worker that exits at once
+    then waits these ~0.1 s for its containment, where a background thread made the containment's
+    /proc scan and bosun's next git steps wait several times that for the interpreter lock (the
+    tokenizer's vocabulary loads in one call that holds it throughout). A worker that runs longer
+    overlaps it either way; its output is read by the supervisor's reader threads meanwhile."""
+    _load_after_worker()
 
 
 def _load_after_worker() -> None:

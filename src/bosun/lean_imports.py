@@ -1,20 +1,25 @@
 """Import a few stdlib modules without the modules they load and bosun's commands never use.
 
 Every bosun command pays for its imports before it does anything, and the read-only verbs must start
-within 30 ms of a bare interpreter. Three stdlib imports load modules for features bosun does not use:
+within 30 ms of a bare interpreter. Some imports load modules for features bosun does not use:
 
 * argparse imports gettext at its top (bosun's texts are English only, and cli/main.py turns the
   translation off);
 * pathlib imports urllib.parse, with ipaddress behind it, for ``Path.as_uri`` alone, and ntpath,
   which on POSIX tries (and fails) to import the Windows modules ``nt`` and ``_winapi``;
 * sqlite3 imports datetime, whose pure-Python half it never uses: it wants the classes, which the
-  C module ``_datetime`` holds (the ``datetime`` module re-exports exactly those).
+  C module ``_datetime`` holds (the ``datetime`` module re-exports exactly those);
+* pydantic's plugin loader imports importlib.metadata (with email, zipfile and csv behind it, about a
+  quarter of pydantic's import) to find plugins, packages that hook into every model's validation
+  for observability. bosun's own models load none: they validate bosun's files, and a plugin
+  installed next to bosun has no business seeing them (a finder catches the loader's import, when
+  the first model is built; see ``skip_pydantic_plugins``).
 
 While such a module imports, a stand-in serves those names (a stand-in ``None`` makes an import of
 a Windows-only module fail at once); the stand-ins leave ``sys.modules`` right after, so any later
 import gets the real modules, and the stand-in functions load the real ones when called. If the
 stdlib asks for anything else (another Python version), the module is imported the ordinary way.
-Together this is ~7 ms of a read-only verb's start-up.
+Together this is ~7 ms of a read-only verb's start-up and ~25 ms of any command that validates.
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ def _quote_from_bytes(bs: bytes, safe: str = "/") -> str:
     from urllib.parse import quote_from_bytes
 
     return quote_from_bytes(bs, safe)
+
+
+def _entry_points(**params: Any) -> Any:
+    from importlib.metadata import entry_points
+
+    return entry_points(**params)
 
 
 def _datetime_classes() -> dict[str, Any] | None:
@@ -96,3 +107,49 @@ def import_sqlite3() -> None:
     if classes is None:
         return
     _lean(("sqlite3",), {"datetime": classes})
+
+
+class _NoPydanticPlugins:
+    """A finder that sees pydantic's plugin loader imported (when the first model is built) without
+    importlib.metadata, and tells it there are no plugins, so it never scans the installed packages."""
+
+    name = "pydantic.plugin._loader"
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)  # once: any later import of it is the ordinary one
+        for finder in sys.meta_path:
+            spec = getattr(finder, "find_spec", lambda *_: None)(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            stand_in = None
+            if "importlib.metadata" not in sys.modules:
+                stand_in = type(sys)("importlib.metadata")
+                stand_in.__dict__["entry_points"] = _entry_points
+                sys.modules["importlib.metadata"] = stand_in
+            try:
+                run(module)
+            finally:
+                if stand_in is not None and sys.modules.get("importlib.metadata") is stand_in:
+                    del sys.modules["importlib.metadata"]
+            if getattr(module, "_plugins", False) is None:  # "not loaded yet": served from now on
+                module._plugins = {}
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def skip_pydantic_plugins() -> None:
+    """Called once, by bosun's package: it costs a finder in ``sys.meta_path`` until pydantic's
+    first model is built (or forever in a process that never builds one: one string compare an import)."""
+    if "pydantic.plugin._loader" not in sys.modules and not any(isinstance(f, _NoPydanticPlugins) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPydanticPlugins())

@@ -43,3 +43,43 @@ def test_the_real_modules_serve_every_later_import():
     out = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", CHECK],
                          env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+PYDANTIC_CHECK = r"""
+import sys
+from bosun.contract import TaskContract, load_contract
+from bosun.config import Settings
+assert TaskContract.model_validate({"title": "t", "prompt": "p"}).title == "t"
+Settings.model_validate({})
+left = [m for m in ("importlib.metadata", "email", "zipfile", "csv") if m in sys.modules]
+assert not left, left
+import pydantic.plugin._loader as loader
+assert list(loader.get_plugins()) == []
+from bosun.lean_imports import _NoPydanticPlugins
+assert not any(isinstance(f, _NoPydanticPlugins) for f in sys.meta_path)  # it leaves once it has served
+
+import importlib.metadata  # the real one, for whoever wants it later
+assert importlib.metadata.version("pydantic") == __import__("pydantic").VERSION
+assert hasattr(importlib.metadata, "distributions")
+print("ok")
+"""
+
+
+def test_pydantic_loads_without_scanning_for_plugins():
+    """bosun's models never load pydantic plugins, so building them needs no package metadata."""
+    out = subprocess.run([sys.executable, "-c", PYDANTIC_CHECK],
+                         env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_pydantic_imported_before_bosun_is_left_as_it_was():
+    code = ("import importlib.metadata, pydantic; from pydantic import BaseModel\n"
+            "class A(BaseModel):\n    x: int = 0\n"
+            "import pydantic.plugin._loader as loader\n"
+            "before = loader._plugins\n"
+            "import bosun.contract\n"
+            "assert loader._plugins is before, (loader._plugins, before)\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT / "src")},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -7,6 +7,7 @@ integration, self-review, ...) all import it, and it imports none of them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -70,6 +71,24 @@ def compute_change(run: RunRow) -> tuple[bytes, list[Any]]:
     """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
     change = scan_change(run)
     return change.diff, change.changes
+
+
+def leftover_diff(run: RunRow) -> bytes:
+    """What the worktree holds now against the start, for saving before it goes: the diff as
+    verified (``diff.patch``) when the worktree is still exactly the verified tree, else diffed anew.
+    A landed run's worktree is that tree, so its clean-up does not diff the same two trees again."""
+    from bosun.isolation.change import scan_tree, tree_diff
+
+    view = view_of(run)
+    tree, _ = scan_tree(view)
+    if tree == (run.get("data") or {}).get("verified_tree") and view.start == run["start_commit"]:
+        try:
+            verified = (paths.run_dir(run["id"]) / record.DIFF).read_bytes()
+        except OSError:
+            verified = None
+        if verified is not None and hashlib.sha256(verified).hexdigest() == run.get("diff_sha256"):
+            return verified  # same trees, same bytes (``tree_diff`` is canonical)
+    return tree_diff(view, view.start, tree)
 
 
 def scan_change(run: RunRow) -> Change:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun import paths, states
 from bosun.engine import locks
-from bosun.engine.context import Ctx, compute_change
+from bosun.engine.context import Ctx, leftover_diff
 from bosun.errors import BadInput, BosunError
 from bosun.fileio import write_bytes_atomic
 
@@ -40,9 +40,9 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
             # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
             ctx.store.transition(run_id, run["state"], states.CANCELLED, "forced cleanup")
             run["state"] = states.CANCELLED
-        preserve_diff(run)
+        saved = preserve_diff(run)
         _restore_worktree_pointer(run)
-        close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run)  # back to the pool, or removed
+        close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run, diff_saved=saved)  # to the pool, or removed
         baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
             remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
@@ -65,17 +65,19 @@ def _restore_worktree_pointer(run: RunRow) -> None:
         restore_pointer(view_of(run))
 
 
-def preserve_diff(run: RunRow) -> None:
-    """Save what the worker wrote before its worktree goes away (nothing is lost)."""
+def preserve_diff(run: RunRow) -> bool:
+    """Save what the worker wrote before its worktree goes away (nothing is lost). True when the
+    worktree's diff is known now (empty, or saved to ``final.patch``)."""
     wt = Path(run["worktree"])
     if not wt.exists():
-        return
+        return False
     try:
-        diff, _ = compute_change(run)
+        diff = leftover_diff(run)
     except BosunError:
-        return  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
+        return False  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
     if diff:
         write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
+    return True
 
 
 CANCEL_WAIT_S = 10.0  # how long `bosun cancel` waits for the owner of a working run to stop its worker

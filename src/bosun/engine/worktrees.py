@@ -161,15 +161,17 @@ def return_checkout(run: RunRow, slot: Path) -> None:
         store.close()
 
 
-def close_worktree(store: Store, settings: Settings, run: RunRow) -> None:
+def close_worktree(store: Store, settings: Settings, run: RunRow, *, diff_saved: bool | None = None) -> None:
     """Give a pooled worktree back (or remove it), remove a fresh one; free the ports and set-up files.
-    The caller holds the run lock, the run can no longer move, and its diff is saved."""
+    The caller holds the run lock, the run can no longer move, and its diff is saved; ``diff_saved``
+    is what that saving returned (``preserve_diff``), else the diff is computed again to know."""
     from bosun.isolation import ports
     from bosun.isolation.pool import give_back
     from bosun.isolation.worktree import remove_worktree
 
     pooled = bool((run.get("data") or {}).get("pooled"))
-    if not (pooled and _diff_saved(run) and give_back(store, run, settings.pool.size)):
+    saved = diff_saved if diff_saved is not None else (pooled and _diff_saved(run))
+    if not (pooled and saved and give_back(store, run, settings.pool.size)):
         remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
     ports.release(store, run["id"])
     shutil.rmtree(paths.run_dir(run["id"]) / "env", ignore_errors=True)

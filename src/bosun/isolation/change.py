@@ -277,6 +277,14 @@ class Change:
 
 def scan(view: View) -> Change:
     """Build the change from the worktree's bytes. Never trusts anything the worker wrote about them."""
+    tree, problems = scan_tree(view)
+    return Change(tree, tree_diff(view, view.start, tree), tree_changes(view, view.start, tree),
+                  problems + _gitlink_problems(view, tree))
+
+
+def scan_tree(view: View) -> tuple[str, list[Problem]]:
+    """The worktree's bytes as a tree (and the problems seen on the way), without diffing it: what
+    the worktree holds is decided by the tree's id, the diffs are for a tree not seen before."""
     problems = _pointer_problems(view)
     # Tracked paths first: the index holds the previous scan (or the start tree), and its stat cache
     # spares unchanged files. Deleted files leave the index here.
@@ -294,9 +302,7 @@ def scan(view: View) -> Change:
         keep.append(raw)
     if keep:
         view.git(["update-index", "--add", "-z", "--stdin"], input=b"\0".join(keep) + b"\0")
-    tree = view.git(["write-tree"]).strip().decode()
-    return Change(tree, tree_diff(view, view.start, tree), tree_changes(view, view.start, tree),
-                  problems + _gitlink_problems(view, tree))
+    return view.git(["write-tree"]).strip().decode(), problems
 
 
 def _pointer_problems(view: View) -> list[Problem]:

@@ -122,6 +122,16 @@ def test_a_setsid_double_fork_daemon_with_no_environment_is_killed(tmp_path):
     assert any("sleep 300" in str(k["cmd"]) for k in res.contained)
 
 
+def test_an_orphan_that_exited_on_its_own_is_reaped_when_the_step_ends(tmp_path):
+    """Nothing is left to stop, and still no zombie stays as bosun's child."""
+    pidfile = tmp_path / "pid"
+    script = f"(setsid sh -c 'echo $$ > {pidfile}; exit 0' &) ; sleep 0.3"
+    res = run(script, tmp_path, None)
+    pid = int(pidfile.read_text())
+    assert res.contained == []
+    assert not Path(f"/proc/{pid}").exists()  # collected, not a zombie
+
+
 @pytest.mark.slow
 def test_a_step_ending_leaves_another_running_steps_processes_alone(tmp_path):
     pidfile = tmp_path / "pid"

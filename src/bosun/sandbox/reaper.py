@@ -77,6 +77,9 @@ class _Proc:
 
 
 def _snapshot() -> dict[int, _Proc]:
+    """Every process on the machine (pid, parent, session, state, start time). It reads one
+    ``/proc/<pid>/stat`` per process, several times per supervised step, so on a desktop with
+    hundreds of processes it is bosun's own time: raw file descriptors, no Python file objects."""
     procs: dict[int, _Proc] = {}
     try:
         names = os.listdir("/proc")
@@ -86,13 +89,19 @@ def _snapshot() -> dict[int, _Proc]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                raw = fh.read().decode("utf-8", "replace")
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
-        rest = raw[raw.rfind(")") + 2 :].split()
         try:
-            procs[int(name)] = _Proc(int(name), int(rest[1]), int(rest[3]), rest[0], int(rest[19]))
+            raw = os.read(fd, 4096)  # the whole line: the command name in it is at most 64 bytes
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        try:
+            procs[int(name)] = _Proc(int(name), int(rest[1]), int(rest[3]), rest[0].decode("ascii", "replace"),
+                                     int(rest[19]))
         except (IndexError, ValueError):
             continue
     return procs
@@ -210,6 +219,7 @@ def contain(step: Step, *, keep_main: bool = True, rounds: int = 20) -> list[Kil
     ``Popen`` (which waits for it) when ``keep_main``; its descendants are not."""
     killed: dict[int, Killed] = {}
     stopped: set[int] = set()
+    procs: dict[int, _Proc] = {}
     try:
         with spawning:
             for _ in range(rounds):
@@ -225,19 +235,21 @@ def contain(step: Step, *, keep_main: bool = True, rounds: int = 20) -> list[Kil
                     _signal(pid, signal.SIGSTOP)
                     stopped.add(pid)
                 time.sleep(0.005)
-        for pid in stopped:
-            _signal(pid, signal.SIGKILL)
-        # Give the kernel a moment to deliver, then reap what became our zombie children.
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
+        if stopped:
+            for pid in stopped:
+                _signal(pid, signal.SIGKILL)
+            # Give the kernel a moment to deliver, then reap what became our zombie children.
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                procs = _snapshot()
+                alive = [pid for pid in stopped if pid in procs and procs[pid].state not in ("Z", "X")]
+                if not alive:
+                    break
+                time.sleep(0.01)
+            _reap([pid for pid in stopped if pid != step.main_pid])
             procs = _snapshot()
-            alive = [pid for pid in stopped if pid in procs and procs[pid].state not in ("Z", "X")]
-            if not alive:
-                break
-            time.sleep(0.01)
-        _reap([pid for pid in stopped if pid != step.main_pid])
-        # Also reap orphans of this step that exited on their own before the end.
-        procs = _snapshot()
+        # Also reap orphans of this step that exited on their own before the end. With nothing stopped,
+        # the last look found no live member: its zombies are all there is (the usual end of a step).
         _reap([pid for pid in _members(step, procs) if procs[pid].state == "Z" and pid != step.main_pid])
     finally:
         with _lock:

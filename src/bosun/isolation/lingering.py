@@ -78,12 +78,15 @@ def processes_in(worktree: Path, window: tuple[float, float] | None = None) -> l
         return []
     found = []
     for p in entries:
-        if not p.isdigit() or int(p) in mine or not _touches(p, root):
+        if not p.isdigit() or int(p) in mine:
             continue
-        started = _started_at(p)
+        # The start time first: one small read, where _touches reads every open file's link, and on
+        # a desktop most processes (browsers, editors) started long before the worker.
+        started = _started_at(p) if window is not None else None
         if window is not None and started is not None and not (window[0] - 1 <= started <= window[1] + 1):
             continue
-        found.append(int(p))
+        if _touches(p, root):
+            found.append(int(p))
     return found
 
 

@@ -229,14 +229,13 @@ def _registered_worktrees(repo: Path | str) -> set[str]:
 def remove_worktree(repo: Path | str, path: Path, branch: str | None, *, delete_branch: bool) -> None:
     """Remove the worktree and its metadata, and its branch when asked. Safe to call again."""
     target = os.path.realpath(path)
-    removed = None
-    if target in _registered_worktrees(repo):
-        removed = git(["worktree", "remove", "--force", os.path.abspath(path)], repo, check=False)
-    # prune forgets worktrees whose directory is already gone.
-    git(["worktree", "prune"], repo)
-    if target in _registered_worktrees(repo):
-        stderr = removed.stderr if removed is not None else ""
-        raise GitError.from_failure(["worktree", "remove", "--force", str(path)], 1, stderr, repo)
+    # The usual case, one git process: git removes a registered worktree or says it did not. Only
+    # then is there more to find out (already gone, never registered, locked, half-created).
+    removed = git(["worktree", "remove", "--force", os.path.abspath(path)], repo, check=False)
+    if removed.returncode != 0:
+        git(["worktree", "prune"], repo)  # forgets worktrees whose directory is already gone
+        if target in _registered_worktrees(repo):
+            raise GitError.from_failure(["worktree", "remove", "--force", str(path)], 1, removed.stderr, repo)
     if delete_branch and branch and branch_exists(repo, branch):
         git(["branch", "-D", branch], repo)
 

@@ -242,6 +242,15 @@ def test_entry_points_only_matter_for_the_tools_verify_runs() -> None:
     assert check_entry_points(honest.ctx(verify=["make test", "python -m pytest tests"])).ok
 
 
+@pytest.mark.parametrize("verify", ["test -f out/report.txt", "[ -f out/report.txt ]", "test -s out/report.txt",
+                                    "sh -c 'test -f out/report.txt && grep -q ok out/report.txt'"])
+def test_a_file_a_test_command_checks_is_the_work_not_what_verify_runs(verify: str) -> None:
+    """``test -f PATH``: ``-f`` is a file test there, not ``make -f``; the worker making PATH is the task."""
+    tree = Tree().put("out/report.txt", "ok\n")
+    assert check_entry_points(tree.ctx(verify=[verify])).ok, verify
+    assert not check_entry_points(Tree().put("ci/t.sh", "x\n").ctx(verify=["./ci/t.sh", verify])).ok
+
+
 def test_invocations_peel_wrappers_and_keep_environment() -> None:
     task = TaskContract(
         title="t",

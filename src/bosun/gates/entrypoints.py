@@ -61,6 +61,9 @@ _FILE_OPTIONS = frozenset(
     """-f --file --makefile -c --config --config-file --rcfile --settings --justfile --noxfile --conf
     --configuration -r --require --import --loader --experimental-loader --preload""".split()
 )
+# Programs that only look at files: their one-letter options are file tests (``test -f out.txt`` checks
+# that the worker made out.txt), never a file they run or read a configuration from.
+_FILE_TESTS = frozenset({"test", "[", "[["})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 _INTERPRETERS = _SHELLS | {"node", "nodejs", "ruby", "perl", "php", "Rscript", "lua", "tsx", "ts-node"}
 # Interpreter options that take a separate value which is not a script.
@@ -185,6 +188,8 @@ def _named_files(inv: Invocation, tool: str) -> list[str]:
     """Words of the argv that name a file the invocation runs or configures itself with."""
     argv = list(inv.argv)
     named: list[str] = [argv[0]] if "/" in argv[0] else []
+    if tool in _FILE_TESTS:
+        return named
     for i, word in enumerate(argv):
         if word in _FILE_OPTIONS and i + 1 < len(argv):
             named.append(argv[i + 1])

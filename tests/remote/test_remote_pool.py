@@ -34,6 +34,9 @@ def test_task_delegated_to_a_pool_of_two_lands_verified(cli, remote_repo, task_f
     assert git(remote_repo, "status", "--porcelain") == ""
     served = [n for n in ("a1", "a2") if "published" in agents.log(n)]
     assert len(served) == 1, (agents.log("a1"), agents.log("a2"))
+    # The worker's live events reach the coordinator's record: its first one (the edit) included.
+    relayed = [json.loads(line) for line in events_text(res["id"]).splitlines()]
+    assert any(ev.get("type") == "tool_call" and "src/calc.py" in json.dumps(ev) for ev in relayed), relayed
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ class Remote:
         self.pool = P.check_token(ctx.profile.model or "default", "pool")
         self.timing = P.Timing.from_env()
         self.opts = ConnectOptions.from_env(ctx.profile.base_url, name=f"bosun {ctx.run_id}")
+        self._relaying: set[str] = set()
 
     def note(self, text: str) -> None:
         self.ctx.emit(ev_message(text, role="system"))
@@ -76,6 +77,7 @@ class Remote:
         state = read_state(ctx.run_dir)
         if state.get("task_id") and not state.get("outcome"):
             self.note(f"remote: resuming task {state['task_id']} (sent earlier; its result is kept by the hub)")
+            await self._relay_events(state["task_id"])
             if not state.get("published"):
                 await self._publish(state)
             return state["task_id"], state.get("seq")
@@ -88,6 +90,7 @@ class Remote:
         state = {"task_id": task_id, "pool": self.pool, "url": self.opts.url, "message": asdict(msg),
                  "published": False, "sent_at": time.time()}
         write_state(ctx.run_dir, state)
+        await self._relay_events(task_id)
         await self._publish(state)
         self.note(f"remote: task {task_id} sent to pool {self.pool!r} ({len(chain)} bundle(s) in its base chain)")
         return task_id, state.get("seq")
@@ -140,9 +143,12 @@ class Remote:
 
     # -- wait -----------------------------------------------------------------------------------
 
-    async def wait(self, task_id: str, seq: int | None) -> WorkerResult:
+    async def _relay_events(self, task_id: str) -> None:
+        """Relay the task's live events (best effort) from before it is published: an agent that
+        claims it at once starts its worker, and sends the first events, within milliseconds."""
+        if task_id in self._relaying:
+            return
         ctx = self.ctx
-        notices: asyncio.Queue[Any] = asyncio.Queue()
 
         async def on_event(msg: Any) -> None:
             try:
@@ -152,10 +158,17 @@ class Remote:
             if isinstance(ev, dict) and ev.get("type") in RELAYED:
                 ctx.emit({k: truncate(v) for k, v in ev.items() if k not in ("seq", "ts")})
 
+        await self.nc.subscribe(P.events_subject(task_id), cb=on_event)
+        self._relaying.add(task_id)
+
+    async def wait(self, task_id: str, seq: int | None) -> WorkerResult:
+        ctx = self.ctx
+        notices: asyncio.Queue[Any] = asyncio.Queue()
+
         async def on_notice(msg: Any) -> None:
             await notices.put(msg.data)
 
-        await self.nc.subscribe(P.events_subject(task_id), cb=on_event)
+        await self._relay_events(task_id)
         await _retrying(lambda: self.js.subscribe(P.result_subject(task_id), cb=on_notice, ordered_consumer=True))
         deadline = time.monotonic() + ctx.timeout_s + GRACE_S
         cancel_by: float | None = None

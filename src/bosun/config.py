@@ -7,14 +7,15 @@ flags. Tables merge key by key; a profile defined in both files is merged field 
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bosun import settings_cache
 from bosun.errors import BadInput
+from bosun.settings_cache import unknown_profile
 from bosun.worktree_config import PoolConfig, WorktreeConfig
 
 ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp", "remote")
@@ -196,20 +197,15 @@ class Settings(BaseModel):
         try:
             return self.profiles[name]  # type: ignore[index]  # None is an unknown profile like any other
         except KeyError:
-            known = ", ".join(sorted(self.profiles)) or "none defined"
-            raise BadInput(
-                f"unknown profile {name!r} (known: {known})",
-                "define it under [profiles.NAME] in bosun.toml or your user config",
-                code="UNKNOWN_PROFILE",
-            ) from None
+            raise unknown_profile(name, self.profiles) from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
+def _read_toml(path: Path, data: bytes | None) -> dict[str, Any]:
+    """``data`` (the bytes of ``path``, None if it does not exist) parsed."""
+    if data is None:
         return {}
+    try:
+        return tomllib.loads(data.decode())
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: invalid TOML: {exc}", "fix the syntax of that file", code="BAD_CONFIG") from None
 
@@ -224,30 +220,18 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _env_layer() -> dict[str, Any]:
-    layer: dict[str, Any] = {}
-    if os.environ.get("BOSUN_PROFILE"):
-        layer["default_profile"] = os.environ["BOSUN_PROFILE"]
-    if os.environ.get("BOSUN_MAX_CONCURRENT_RUNS"):
-        layer["max_concurrent_runs"] = os.environ["BOSUN_MAX_CONCURRENT_RUNS"]
-    return layer
-
-
 def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
-    from bosun.paths import user_config_path
-
-    user_path = user_config_path()
-    layers = [(str(user_path), _read_toml(user_path))]
-    if repo is not None:
-        repo_path = repo / "bosun.toml"
-        layers.append((str(repo_path), _read_toml(repo_path)))
-    layers.append(("environment", _env_layer()))
+    # Each file is read once: the bytes parsed are the bytes the settings cache is keyed by.
+    contents = [(path, settings_cache.read_config(path)) for path in settings_cache.config_files(repo)]
+    layers = [(str(path), _read_toml(path, data)) for path, data in contents]
+    env = settings_cache.env_layer()
+    layers.append(("environment", env))
     layers.append(("command line", overrides or {}))
     merged: dict[str, Any] = {}
     for _, layer in layers:
         merged = _merge(merged, layer)
     try:
-        return Settings.model_validate(merged)
+        settings = Settings.model_validate(merged)
     except ValidationError as exc:
         err = exc.errors()[0]
         parts = [str(p) for p in err.get("loc", ())]
@@ -260,6 +244,9 @@ def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = N
             msg = f"config {loc}: {err.get('msg')} ({where})"
             hint = "docs/configuration.md describes every key and its allowed values"
         raise BadInput(msg, hint, code="BAD_CONFIG") from None
+    if not overrides:  # what the read-only verbs may show without validating again
+        settings_cache.store(contents, env, settings.model_dump(mode="json"))
+    return settings
 
 
 def _locate(parts: list[str], layers: list[tuple[str, dict[str, Any]]]) -> str | None:

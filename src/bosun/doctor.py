@@ -6,11 +6,16 @@ What they find; :mod:`bosun.cli.views` prints it.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
-from typing import Any
 
 from bosun.errors import BosunError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
+if TYPE_CHECKING:
+    from typing import Any
+
+    from bosun.config import Profile, Settings
+    from bosun.settings_cache import ProfileView, SettingsView
 
 
 def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
@@ -56,6 +61,8 @@ def _probe(base_url: str) -> list[str]:
 
 
 def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
+    import shutil
+
     from bosun.config import load_settings
     from bosun.workers.registry import ADAPTERS
 
@@ -131,16 +138,20 @@ def healthy(report: dict[str, Any]) -> bool:
                 and report["sandbox"]["ok"])
 
 
-def worker_rows(repo: Path) -> list[dict[str, Any]]:
-    """Each configured profile with its cooldown and recent success rate (``bosun workers --json``)."""
-    from bosun.config import load_settings
+def worker_rows(repo: Path, settings: Settings | SettingsView | None = None) -> list[dict[str, Any]]:
+    """Each configured profile with its cooldown and recent success rate (``bosun workers --json``);
+    ``settings``: those of ``repo`` when the caller has them."""
     from bosun.store.db import open_store
 
-    settings = load_settings(repo)
+    if settings is None:
+        from bosun.config import load_settings
+
+        settings = load_settings(repo)
     store = open_store()
     cooling = store.cooldowns()
     rows = []
-    for name, prof in sorted(settings.profiles.items()):
+    profiles: dict[str, Profile | ProfileView] = dict(settings.profiles)
+    for name, prof in sorted(profiles.items()):
         stats = store.profile_stats(name)
         cd = cooling.get(name)
         rows.append({

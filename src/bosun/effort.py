@@ -11,7 +11,9 @@ CLI's own list applies, because a user's provider may serve any model under any 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing's would import typing: `bosun models` shows the accepted levels
 
 SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -38,11 +40,15 @@ MODEL_LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class EffortChoice:
-    requested: str | None
-    level: str | None  # what the CLI is given; None: nothing is passed
-    warning: str | None  # why it differs from the request
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class EffortChoice(NamedTuple):
+        requested: str | None
+        level: str | None  # what the CLI is given; None: nothing is passed
+        warning: str | None  # why it differs from the request
+else:  # the same, without importing typing (or dataclasses)
+    EffortChoice = namedtuple("EffortChoice", ("requested", "level", "warning"))
 
 
 def accepted(adapter: str, model: str | None) -> tuple[str, ...]:

@@ -92,6 +92,19 @@ def _lean(modules: tuple[str, ...], stand_ins: dict[str, dict[str, Any] | None])
         __import__(name)  # a no-op unless the lean import failed
 
 
+def sha256(data: bytes = b"") -> Any:
+    """``hashlib.sha256(data)`` without importing hashlib, which loads OpenSSL (~4 ms): the same digest
+    from the interpreter's built-in module, or hashlib's where there is none."""
+    try:
+        from _sha256 import sha256 as builtin  # type: ignore[import-not-found,unused-ignore]  # Python 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256 as builtin  # type: ignore[import-not-found,unused-ignore]  # 3.12 and later
+        except ImportError:
+            from hashlib import sha256 as builtin
+    return builtin(data)
+
+
 def import_argparse_and_pathlib() -> None:
     stand_ins: dict[str, dict[str, Any] | None] = {
         "gettext": {"gettext": _gettext, "ngettext": _ngettext},

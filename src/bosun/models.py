@@ -10,30 +10,33 @@ own model is still shown with the prices bosun knows.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from bosun.effort import accepted
+from bosun.lean_imports import sha256
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
+    from typing import Any
+
     from bosun.config import Profile, Settings
+    from bosun.settings_cache import ProfileView, SettingsView
 
 CACHE_TTL_S = 30 * 60
 FETCH_TIMEOUT_S = 8.0
 CLI_LISTING = {"opencode": "opencode", "kilo": "kilo"}  # adapters whose CLI lists its providers' models
 
 
-def catalog(settings: Settings, only: str | None = None, refresh: bool = False) -> dict[str, Any]:
+def catalog(settings: Settings | SettingsView, only: str | None = None, refresh: bool = False) -> dict[str, Any]:
     names = [only] if only else sorted(settings.profiles)
     profiles = [_entry(settings.profile(n), refresh) for n in names]
     return {"profiles": profiles, "cache_ttl_s": CACHE_TTL_S}
 
 
-def _entry(profile: Profile, refresh: bool) -> dict[str, Any]:
+def _entry(profile: Profile | ProfileView, refresh: bool) -> dict[str, Any]:
     source, fetch = _source(profile)
     entry: dict[str, Any] = {
         "profile": profile.name, "adapter": profile.adapter, "model": profile.model, "source": source,
@@ -44,7 +47,7 @@ def _entry(profile: Profile, refresh: bool) -> dict[str, Any]:
     if fetch is None:
         entry["error"] = "no catalog: this adapter has no model listing"
         return entry
-    key = hashlib.sha256(json.dumps([source, profile.api_key_env or ""]).encode()).hexdigest()[:24]
+    key = sha256(json.dumps([source, profile.api_key_env or ""]).encode()).hexdigest()[:24]
     cached = None if refresh else _read_cache(key)
     if cached is not None:
         entry.update(models=cached["models"], cached=True, fetched_at=cached["fetched_at"])
@@ -65,7 +68,7 @@ class CatalogUnavailable(Exception):
     """Why there is no catalog (offline, refused, no listing); shown, never raised to the user."""
 
 
-def _source(profile: Profile) -> tuple[str | None, Any]:
+def _source(profile: Profile | ProfileView) -> tuple[str | None, Any]:
     if profile.adapter in CLI_LISTING and not profile.base_url:
         return f"{CLI_LISTING[profile.adapter]} models", lambda: _cli_listing(profile)
     if profile.adapter == "command":
@@ -79,7 +82,7 @@ def _source(profile: Profile) -> tuple[str | None, Any]:
 _DEFAULT_BASE = {"codex": "https://api.openai.com/v1"}
 
 
-def _provider_listing(profile: Profile, base: str) -> list[str]:
+def _provider_listing(profile: Profile | ProfileView, base: str) -> list[str]:
     import httpx
 
     key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
@@ -118,7 +121,7 @@ def _provider_listing(profile: Profile, base: str) -> list[str]:
     return ids
 
 
-def _cli_listing(profile: Profile) -> list[str]:
+def _cli_listing(profile: Profile | ProfileView) -> list[str]:
     """``opencode models`` / ``kilo models``, run with a throwaway HOME (the user's config is not read)."""
     import tempfile
 

@@ -33,10 +33,27 @@ def bosun_home() -> Path:
     return Path(platformdirs.user_state_dir("bosun")).resolve()
 
 
+def _xdg_dir(variable: str, default: str) -> Path | None:
+    """``platformdirs``' user dir for bosun on Linux (``$variable``, else ``~/default``) without importing
+    it; None where its answer is not this simple (then ask it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    base = os.environ.get(variable, "")
+    if not os.path.isabs(base):
+        home = os.environ.get("HOME", "")
+        if not os.path.isabs(home):
+            return None  # platformdirs then asks the password database
+        base = home.rstrip("/") + "/" + default
+    return Path(os.path.join(base, "bosun"))
+
+
 def user_config_path() -> Path:
     env = os.environ.get("BOSUN_CONFIG")
     if env:
         return Path(env).expanduser()
+    xdg = _xdg_dir("XDG_CONFIG_HOME", ".config")
+    if xdg is not None:
+        return xdg / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("bosun")) / "config.toml"
@@ -47,6 +64,9 @@ def cache_dir() -> Path:
     env = os.environ.get("BOSUN_CACHE_DIR")
     if env:
         return Path(env).expanduser()
+    xdg = _xdg_dir("XDG_CACHE_HOME", ".cache")
+    if xdg is not None:
+        return xdg
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("bosun"))

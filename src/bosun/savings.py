@@ -7,13 +7,19 @@ exists only where bosun could read the parent's own session log; its totals coun
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from bosun.fileio import read_json
 from bosun.paths import run_dir
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from typing import Any, Protocol
+
+    from bosun.store.db import Store
+
+    class HasStore(Protocol):  # an engine Ctx, or anything else holding the store
+        @property
+        def store(self) -> Store: ...
 
 
 def _repo_key(repo: Path) -> str:
@@ -26,7 +32,7 @@ def _repo_key(repo: Path) -> str:
         return str(repo.resolve())
 
 
-def totals(ctx: Ctx, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
+def totals(ctx: HasStore, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
     key = _repo_key(repo) if repo is not None else None
     runs = [r for r in ctx.store.list_runs(limit=limit) if key is None or r["repo"] == key]
     est = {"runs": 0, "parent_direct_tokens": 0, "parent_actual_tokens": 0, "saving_usd": 0.0}

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("proc", {"proc"}),
     ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
               "contract_template", "lean_imports", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
-              "worktree_config", "quick_exit"}),
+              "worktree_config", "quick_exit", "settings_cache"}),
 ]
 RANK = {unit: n for n, (_, units) in enumerate(LAYERS) for unit in units}
 

@@ -17,7 +17,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fas
 if TYPE_CHECKING:
     from typing import Any
 
+    from bosun.config import Settings
     from bosun.engine.context import Ctx
+    from bosun.settings_cache import SettingsView
     from bosun.store.rows import RunRow
 
 
@@ -331,10 +333,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_ERROR
 
 
+def shown_settings(repo: Path) -> Settings | SettingsView:
+    """The settings of ``repo`` for a verb that only shows them: as validated before when nothing they
+    are made from changed since (no pydantic import), else validated now (and kept for next time)."""
+    from bosun.settings_cache import cached_settings
+
+    cached = cached_settings(repo)
+    if cached is not None:
+        return cached
+    from bosun.config import load_settings
+
+    return load_settings(repo)
+
+
 def cmd_workers(args: argparse.Namespace) -> int:
     from bosun.doctor import worker_rows
 
-    rows = worker_rows(Path(args.repo))
+    repo = Path(args.repo)
+    rows = worker_rows(repo, shown_settings(repo))
     if args.json:
         sys.stdout.write(json.dumps({"workers": rows}) + "\n")
         return EXIT_OK
@@ -363,11 +379,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from bosun.config import load_settings
     from bosun.isolation.git import repo_root
     from bosun.models import catalog
 
-    doc = catalog(load_settings(repo_root(Path(args.repo))), args.profile, refresh=args.refresh)
+    doc = catalog(shown_settings(repo_root(Path(args.repo))), args.profile, refresh=args.refresh)
     if args.json:
         emit_json(doc)
     else:

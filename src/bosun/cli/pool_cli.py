@@ -78,19 +78,25 @@ def cmd_pool(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bosun.cli.dispatch import emit_json
-    from bosun.config import load_settings
     from bosun.isolation import pool
     from bosun.isolation.git import repo_root
     from bosun.store.db import open_store
 
     repo = repo_root(Path(args.repo))
     store = open_store()
-    settings = load_settings(repo)
-    if args.action == "warm":
-        pool.warm(store, repo, settings)
-    elif args.action == "drain":
-        pool.drain(store, repo)
-    doc = pool.status(store, repo, settings)
+    if args.action == "status":  # only shows: the settings as validated before, when still current
+        from bosun.cli.handlers import shown_settings
+
+        doc = pool.status(store, repo, shown_settings(repo))
+    else:
+        from bosun.config import load_settings
+
+        settings = load_settings(repo)
+        if args.action == "warm":
+            pool.warm(store, repo, settings)
+        else:
+            pool.drain(store, repo)
+        doc = pool.status(store, repo, settings)
     if args.json:
         emit_json(doc)
         return EXIT_OK

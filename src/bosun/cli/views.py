@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def print_doctor(report: dict[str, Any]) -> None:

@@ -8,12 +8,15 @@ of a status call, and it turns failures into ``GitError`` with the command and g
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
-from bosun import proc
 from bosun.errors import BadInput, BosunError
+
+TYPE_CHECKING = False  # typing's would import typing: `repo_root` is on the path of read-only verbs
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from bosun import proc
 
 # Prepended to every call: bosun's plumbing must never run the user's hooks (they may be slow,
 # interactive or have side effects) nor a configured fsmonitor command.
@@ -104,6 +107,10 @@ def git(
     timeout: float | None = DEFAULT_TIMEOUT_S,
 ) -> proc.QuickResult:
     """Run ``git <args>`` in ``cwd``; raise ``GitError`` on a non-zero exit when ``check``."""
+    import subprocess
+
+    from bosun import proc
+
     if isinstance(input, str) and not text:
         input = input.encode()
     try:
@@ -128,11 +135,53 @@ def repo_root(path: Path | str) -> Path:
     if not p.is_dir():
         raise BadInput(f"not a git repository: {p}", hint)
     # --show-toplevel fails in a bare repository and inside .git, which is exactly what we want.
-    res = git(["rev-parse", "--show-toplevel"], p, check=False)
-    top = res.stdout.strip()
-    if res.returncode != 0 or not top:
+    returncode, stdout = _show_toplevel(p)
+    top = stdout.strip()
+    if returncode != 0 or not top:
         raise BadInput(f"not a git repository: {p}", hint)
     return Path(top)
+
+
+def _show_toplevel(cwd: Path) -> tuple[int, str]:
+    """``git rev-parse --show-toplevel`` in ``cwd`` as ``git()`` runs it (same options, same environment,
+    stdin empty, the same timeout), spawned directly: `repo_root` is on the path of read-only verbs
+    (`bosun models`, `pool status`, `savings`), which cannot afford importing subprocess (~20 ms)."""
+    args = ["rev-parse", "--show-toplevel"]
+    if not hasattr(os, "posix_spawnp"):
+        res = git(args, cwd, check=False)
+        return res.returncode, res.stdout
+    import select
+    import time
+
+    argv = [*GIT_PREFIX, "-C", str(cwd), *args]  # -C: posix_spawn has no working directory of its own
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.posix_spawnp(argv[0], argv, git_env(), file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, write_end, 1),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        ])
+    finally:
+        os.close(write_end)
+    chunks = []
+    try:
+        with os.fdopen(read_end, "rb", buffering=0) as out:
+            deadline = time.monotonic() + DEFAULT_TIMEOUT_S
+            while True:
+                ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise GitError.from_failure(args, None, "", cwd)
+                chunk = out.read(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    except BaseException:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode().replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it
+    return os.waitstatus_to_exitcode(status), text
 
 
 def current_branch(repo: Path | str) -> str:

@@ -21,11 +21,8 @@ A run killed mid-work keeps its lease (the run is not finished): its worktree an
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 from pathlib import Path
-from typing import Any
 
 from bosun import paths
 from bosun.errors import BosunError
@@ -33,9 +30,12 @@ from bosun.isolation.git import git
 from bosun.store.db import Store
 from bosun.store.worktrees import IDLE, LEASED, RECLAIMING
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing's would import typing, which `bosun pool status` avoids
 if TYPE_CHECKING:
+    from typing import Any
+
     from bosun.config import Settings
+    from bosun.settings_cache import SettingsView
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,6 +60,8 @@ def _owner_alive(row: dict[str, Any]) -> bool:
 
 
 def repo_key(repo: Path | str) -> str:
+    import hashlib
+
     return hashlib.sha256(os.path.realpath(repo).encode()).hexdigest()[:16]
 
 
@@ -183,6 +185,8 @@ def _discard(store: Store, repo: str, slot: Path, expected: str, stale_owner: An
             remove_worktree(Path(repo), slot, None, delete_branch=False)
         except BosunError:
             pass  # git does not know the slot (a half-made one): the directory goes all the same
+    import shutil
+
     shutil.rmtree(slot, ignore_errors=True)
     shutil.rmtree(env_dir_of(slot), ignore_errors=True)
     pool_delete(store, str(slot), expected)
@@ -302,7 +306,7 @@ def _delete_branch(repo: str, branch: str) -> None:
         git(["branch", "-D", branch], repo, check=False)
 
 
-def status(store: Store, repo: Path, settings: Settings) -> dict[str, Any]:
+def status(store: Store, repo: Path, settings: Settings | SettingsView) -> dict[str, Any]:
     from bosun.store.worktrees import pool_rows
 
     rows = pool_rows(store, str(repo))

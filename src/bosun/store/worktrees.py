@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from bosun.store.db import Store, _run_dict
 
@@ -17,6 +16,8 @@ RELEASED_STATES = ("integrated", "reported", "cancelled", "cleaned")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from bosun.store.rows import RunRow
 
 

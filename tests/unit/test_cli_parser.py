@@ -73,7 +73,10 @@ def test_the_verb_table_names_every_verb_and_plan_verb_and_each_handler_exists()
 
 
 @pytest.mark.parametrize("argv", [["list", "--json"], ["show", "20261201-000000-abcdef", "--json"],
-                                  ["show", "--json", "20261201-000000-abcdef"]])
+                                  ["show", "--json", "20261201-000000-abcdef"],
+                                  ["workers", "--json"], ["workers", "--repo", "r", "--json"],
+                                  ["models", "--json", "--repo", "/r"], ["savings", "--json"],
+                                  ["pool", "status", "--json"], ["pool", "--json", "status", "--repo", "."]])
 def test_the_plain_reads_parse_exactly_as_argparse_does(argv):
     from bosun.cli.main import plain_read
 
@@ -82,7 +85,10 @@ def test_the_plain_reads_parse_exactly_as_argparse_does(argv):
 
 @pytest.mark.parametrize("argv", [["list"], ["list", "--json", "--limit", "3"], ["show", "-x", "--json"],
                                   ["show", "--json", "--json"], ["show", "R"], ["--json", "list"],
-                                  ["show", "R", "--json", "--events"]])
+                                  ["show", "R", "--json", "--events"], ["workers"], ["--json", "workers"],
+                                  ["workers", "--json", "--json"], ["models", "p", "--json"], ["pool", "warm", "--json"],
+                                  ["savings", "--json", "--all"], ["workers", "--json", "--repo", "-r"],
+                                  ["workers", "--repo", "--json"], ["--repo", "r", "workers", "--json"]])
 def test_every_other_form_goes_through_argparse(argv):
     from bosun.cli.main import plain_read
 
@@ -92,7 +98,9 @@ def test_every_other_form_goes_through_argparse(argv):
 @pytest.mark.parametrize(("argv", "skips"), [(["list", "--json"], True), (["show", "R", "--json"], True),
                                              (["--help"], True), (["delegate", "--help"], True), ([], True),
                                              (["delegate", "task.yaml"], False), (["approve", "R"], False),
-                                             (["plan", "run", "p.yaml"], False), (["dash"], False)])
+                                             (["plan", "run", "p.yaml"], False), (["dash"], False),
+                                             (["workers"], True), (["pool", "status", "--json"], True),
+                                             (["pool", "warm"], False), (["pool", "drain", "--json"], False)])
 def test_only_reading_command_lines_skip_the_final_collections(argv, skips):
     from bosun.cli.main import reads_only
 

@@ -67,8 +67,8 @@ def isolated_env(tmp: Path) -> dict[str, str]:
 def seed_runs(tmp: Path, env: dict[str, str], count: int = 3) -> str:
     """A tiny repository and ``count`` delegated runs, so `show` and `list` have something to read.
 
-    The delegations validate the repository's settings, so `workers`, `models` and `pool status`
-    read them from the settings cache as they would after any earlier command."""
+    `workers`, `models` and `pool status` validate the repository's settings on their first, discarded
+    run and read them from the settings cache after that, as they do between two edits of the config."""
     repo = tmp / "startup-repo"
     repo.mkdir()
     (repo / "README.md").write_text("# startup fixture\n")

@@ -220,7 +220,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = None, *, keep: bool = False) -> Settings:
+    """The settings of ``repo`` (None: the user config alone), validated; ``keep``: also store them in
+    the settings cache, where the verbs that only show settings find them (bosun.settings_cache)."""
     # Each file is read once: the bytes parsed are the bytes the settings cache is keyed by.
     contents = [(path, settings_cache.read_config(path)) for path in settings_cache.config_files(repo)]
     layers = [(str(path), _read_toml(path, data)) for path, data in contents]
@@ -244,7 +246,7 @@ def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = N
             msg = f"config {loc}: {err.get('msg')} ({where})"
             hint = "docs/configuration.md describes every key and its allowed values"
         raise BadInput(msg, hint, code="BAD_CONFIG") from None
-    if not overrides:  # what the read-only verbs may show without validating again
+    if keep and not overrides:
         settings_cache.store(contents, env, settings.model_dump(mode="json"))
     return settings
 

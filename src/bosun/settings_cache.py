@@ -1,15 +1,17 @@
 """Validated settings kept on disk, so the verbs that only show them skip pydantic.
 
 Validating the user config and ``bosun.toml`` imports pydantic and bosun's settings models, ~200 ms
-of a command whose own work takes a few. ``load_settings`` stores what it validated here, and the
-read-only verbs (``workers``, ``models``, ``pool status``) read it back as plain data.
+of a command whose own work takes a few. The verbs that only show settings (``workers``, ``models``,
+``pool status``) read them from here as plain data; when they find nothing current, they validate
+the config (``load_settings(repo, keep=True)``) and store what was validated here.
 
 An entry is used only under the key it was written with, and the key covers everything the settings
 are made from: the exact bytes of every config file ``load_settings`` reads (or their absence), the
 ``BOSUN_*`` variables it reads, bosun's version, and the size and modification time of the modules
 that define and validate the settings. Any change of any of them is a miss; a miss validates the
-config the ordinary way, so a broken config fails with the same error as ever, and writes the entry.
-Settings given on the command line (``overrides``) are never stored.
+config the ordinary way, so a broken config fails with the same error as ever. Settings given on
+the command line (``overrides``) are never stored; no other command writes here (a command refused
+for bad input leaves bosun's home as it was).
 
 One entry per pair of config files (their absolute paths name it), under bosun's home, where the
 rest of its records are: a worker's sandbox cannot write there. Nothing here imports pydantic.

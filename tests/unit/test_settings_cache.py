@@ -185,13 +185,14 @@ def test_savings_reads_the_store_alone_and_sums_as_before(setup: Path):
     assert not modules & HEAVY
 
 
-def test_command_line_overrides_are_never_stored(repo: Path, isolated_home: Path):
+def test_only_the_showing_verbs_store_and_never_command_line_overrides(repo: Path, isolated_home: Path):
     from bosun.config import load_settings
     from bosun.settings_cache import cached_settings
 
-    load_settings(repo, {"max_concurrent_runs": 2})
-    assert cached_settings(repo) is None
-    settings = load_settings(repo)
+    load_settings(repo)  # every other command: bosun's home stays as it was
+    load_settings(repo, {"max_concurrent_runs": 2}, keep=True)
+    assert cached_settings(repo) is None and not (isolated_home / "settings-cache").exists()
+    settings = load_settings(repo, keep=True)
     view = cached_settings(repo)
     assert view is not None and view.default_profile == settings.default_profile
     assert {n: (p.adapter, p.command, p.prices.model_dump()) for n, p in view.profiles.items()} == {
@@ -203,13 +204,13 @@ def test_a_cache_written_for_other_code_is_a_miss(repo: Path, isolated_home: Pat
     from bosun import settings_cache
     from bosun.config import load_settings
 
-    load_settings(repo)
+    load_settings(repo, keep=True)
     (entry,) = (isolated_home / "settings-cache").glob("*.json")
     doc = json.loads(entry.read_text())
     doc["key"] = "0" * 64
     entry.write_text(json.dumps(doc))
     assert settings_cache.cached_settings(repo) is None
-    load_settings(repo)  # writes it again
+    load_settings(repo, keep=True)  # writes it again
     assert settings_cache.cached_settings(repo) is not None
 
 

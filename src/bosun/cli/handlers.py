@@ -335,7 +335,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def shown_settings(repo: Path) -> Settings | SettingsView:
     """The settings of ``repo`` for a verb that only shows them: as validated before when nothing they
-    are made from changed since (no pydantic import), else validated now (and kept for next time)."""
+    are made from changed since (no pydantic import), else validated now and kept for the next time."""
     from bosun.settings_cache import cached_settings
 
     cached = cached_settings(repo)
@@ -343,7 +343,7 @@ def shown_settings(repo: Path) -> Settings | SettingsView:
         return cached
     from bosun.config import load_settings
 
-    return load_settings(repo)
+    return load_settings(repo, keep=True)
 
 
 def cmd_workers(args: argparse.Namespace) -> int:

@@ -229,9 +229,9 @@ def test_the_config_and_cache_paths_are_platformdirs_own(env: dict[str, str], mo
     assert paths.cache_dir() == Path(platformdirs.user_cache_dir("bosun"))
 
 
-def test_repo_root_answers_as_git_does(repo: Path, tmp_path: Path):
+def test_repo_root_answers_as_git_does_spawned_or_through_subprocess(repo: Path, tmp_path: Path):
     from bosun.errors import BadInput
-    from bosun.isolation.git import repo_root
+    from bosun.isolation.git import git, repo_root, spawn_git
 
     def toplevel(path: Path) -> str | None:
         res = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True)
@@ -248,3 +248,15 @@ def test_repo_root_answers_as_git_does(repo: Path, tmp_path: Path):
                 repo_root(path)
         else:
             assert repo_root(path) == Path(expected)
+        if path.is_dir():  # the spawned call answers exactly as the subprocess one
+            for args in (["rev-parse", "--show-toplevel"], ["status", "--porcelain"], ["log", "-1", "--format=%s"]):
+                res = git(args, path, check=False)
+                assert spawn_git(args, path) == (res.returncode, res.stdout)
+
+
+def test_a_read_in_a_lean_process_asks_git_without_subprocess(repo: Path):
+    code = ("import sys; from bosun.isolation.git import repo_root; print(repo_root(sys.argv[1]));"
+            "print('subprocess' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(repo / "src")], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == [str(repo.resolve()), "False"], out.stderr

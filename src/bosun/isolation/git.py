@@ -8,6 +8,7 @@ of a status call, and it turns failures into ``GitError`` with the command and g
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from bosun.errors import BadInput, BosunError
@@ -135,21 +136,22 @@ def repo_root(path: Path | str) -> Path:
     if not p.is_dir():
         raise BadInput(f"not a git repository: {p}", hint)
     # --show-toplevel fails in a bare repository and inside .git, which is exactly what we want.
-    returncode, stdout = _show_toplevel(p)
+    args = ["rev-parse", "--show-toplevel"]
+    if "subprocess" in sys.modules or not hasattr(os, "posix_spawnp"):
+        res = git(args, p, check=False)
+        returncode, stdout = res.returncode, res.stdout
+    else:  # a read-only verb, which has not paid for subprocess (~20 ms of its start-up) and need not
+        returncode, stdout = spawn_git(args, p)
     top = stdout.strip()
     if returncode != 0 or not top:
         raise BadInput(f"not a git repository: {p}", hint)
     return Path(top)
 
 
-def _show_toplevel(cwd: Path) -> tuple[int, str]:
-    """``git rev-parse --show-toplevel`` in ``cwd`` as ``git()`` runs it (same options, same environment,
-    stdin empty, the same timeout), spawned directly: `repo_root` is on the path of read-only verbs
-    (`bosun models`, `pool status`, `savings`), which cannot afford importing subprocess (~20 ms)."""
-    args = ["rev-parse", "--show-toplevel"]
-    if not hasattr(os, "posix_spawnp"):
-        res = git(args, cwd, check=False)
-        return res.returncode, res.stdout
+def spawn_git(args: list[str], cwd: Path) -> tuple[int, str]:
+    """``git <args>`` in ``cwd`` as ``git(args, cwd, check=False)`` runs it (same options, same
+    environment, stdin empty, the same timeout), spawned with ``os.posix_spawnp`` rather than
+    subprocess: its exit code and its output, read as text. For a short question (`repo_root`)."""
     import select
     import time
 

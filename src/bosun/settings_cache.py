@@ -8,7 +8,7 @@ the config (``load_settings(repo, keep=True)``) and store what was validated her
 An entry is used only under the key it was written with, and the key covers everything the settings
 are made from: the exact bytes of every config file ``load_settings`` reads (or their absence), the
 ``BOSUN_*`` variables it reads, bosun's version, and the size and modification time of the modules
-that define and validate the settings. Any change of any of them is a miss; a miss validates the
+that define the settings and of pydantic's ``version.py``. Any change of any of them is a miss; a miss validates the
 config the ordinary way, so a broken config fails with the same error as ever. Settings given on
 the command line (``overrides``) are never stored; no other command writes here (a command refused
 for bad input leaves bosun's home as it was).
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 from bosun import __version__
@@ -34,8 +35,10 @@ if TYPE_CHECKING:
 
 # The BOSUN_* variables that settings read, and the key each sets (see config.load_settings).
 ENV_KEYS = (("BOSUN_PROFILE", "default_profile"), ("BOSUN_MAX_CONCURRENT_RUNS", "max_concurrent_runs"))
-# The modules whose code decides what a config validates to: an edit of one is a miss.
+# The modules whose code decides what a config validates to: an edit of one is a miss. So is another
+# pydantic (its version.py, found without importing it: that import is what the cache spares).
 _DEFINING_MODULES = ("config.py", "worktree_config.py", "settings_cache.py")
+_VALIDATOR_STAMP = ("pydantic", "version.py")
 FORMAT = 1
 
 
@@ -65,19 +68,31 @@ def config_files(repo: Path | None) -> list[Path]:
 
 def cache_key(contents: list[tuple[Path, bytes | None]], env: dict[str, Any]) -> str:
     """What the settings are made from, hashed: the files' bytes, the environment layer, the code."""
-    here = Path(__file__).parent
-    code = []
-    for name in _DEFINING_MODULES:
-        try:
-            st = os.stat(here / name)
-            code.append([name, st.st_size, st.st_mtime_ns])
-        except OSError:
-            code.append([name, None, None])
+    here = str(Path(__file__).parent)
+    code: list[list[Any] | None] = [_stamp(os.path.join(here, name)) for name in _DEFINING_MODULES]
+    code.append(_validator_stamp())
     h = sha256(json.dumps([FORMAT, __version__, code, env], sort_keys=True).encode())
     for path, data in contents:
         h.update(b"\0file\0" + os.fsencode(os.path.abspath(path)) + b"\0")
         h.update(b"absent" if data is None else b"bytes\0" + sha256(data).digest())
     return h.hexdigest()
+
+
+def _validator_stamp() -> list[Any] | None:
+    """pydantic's version.py where its import would find it (the first entry of sys.path holding it)."""
+    for entry in sys.path:
+        stamp = _stamp(os.path.join(entry or ".", *_VALIDATOR_STAMP))
+        if stamp[1] is not None:
+            return stamp
+    return None
+
+
+def _stamp(path: str) -> list[Any]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None, None]
+    return [path, st.st_size, st.st_mtime_ns]
 
 
 def _entry_path(files: list[Path]) -> Path:
@@ -96,7 +111,7 @@ def store(contents: list[tuple[Path, bytes | None]], env: dict[str, Any], settin
     key = cache_key(contents, env)
     path = _entry_path([p for p, _ in contents])
     if _read_entry(path, key) is not None:
-        return  # already there: most commands read an unchanged config
+        return  # another process stored the same a moment ago
     try:
         write_bytes_atomic(path, json.dumps({"key": key, "settings": settings}).encode())
     except OSError:

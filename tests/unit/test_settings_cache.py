@@ -214,6 +214,18 @@ def test_a_cache_written_for_other_code_is_a_miss(repo: Path, isolated_home: Pat
     assert settings_cache.cached_settings(repo) is not None
 
 
+def test_another_pydantic_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from bosun import settings_cache
+
+    contents = [(p, settings_cache.read_config(p)) for p in settings_cache.config_files(repo)]
+    before = settings_cache.cache_key(contents, {})
+    shadow = tmp_path / "shadow" / "pydantic"
+    shadow.mkdir(parents=True)
+    (shadow / "version.py").write_text("VERSION = '0'\n")
+    monkeypatch.syspath_prepend(str(shadow.parent))  # where `import pydantic` would now look first
+    assert settings_cache.cache_key(contents, {}) != before
+
+
 @pytest.mark.parametrize("env", [{}, {"XDG_CONFIG_HOME": "/x/conf", "XDG_CACHE_HOME": "/x/cache/"},
                                  {"XDG_CACHE_HOME": "relative", "HOME": "/h/"}, {"HOME": "/"}, {"HOME": "rel"}])
 def test_the_config_and_cache_paths_are_platformdirs_own(env: dict[str, str], monkeypatch: pytest.MonkeyPatch):

@@ -138,7 +138,12 @@ def cached_settings(repo: Path | None) -> SettingsView | None:
         return None  # unreadable: the full path reports it
     env = env_layer()
     doc = _read_entry(_entry_path(files), cache_key(contents, env))
-    return None if doc is None else SettingsView(doc)
+    if doc is None:
+        return None
+    try:
+        return SettingsView(doc)
+    except (KeyError, TypeError, AttributeError):
+        return None  # not what this code writes (edited by hand): validate again
 
 
 class PricesView:

@@ -212,6 +212,10 @@ def test_a_cache_written_for_other_code_is_a_miss(repo: Path, isolated_home: Pat
     assert settings_cache.cached_settings(repo) is None
     load_settings(repo, keep=True)  # writes it again
     assert settings_cache.cached_settings(repo) is not None
+    doc = json.loads(entry.read_text())
+    del doc["settings"]["profiles"]["fix"]["tier"]  # the right key, a document this code never wrote
+    entry.write_text(json.dumps(doc))
+    assert settings_cache.cached_settings(repo) is None
 
 
 def test_another_pydantic_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

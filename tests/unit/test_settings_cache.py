@@ -172,14 +172,13 @@ def test_a_broken_config_fails_as_it_always_did(setup: Path, args: list[str], ed
 
 
 def test_savings_reads_the_store_alone_and_sums_as_before(setup: Path):
-    from bosun.engine.context import Ctx
     from bosun.savings import totals
     from bosun.store.db import open_store
 
     out, modules = bosun(setup, "savings", "--json")
     assert out.returncode == 0
     assert not modules & HEAVY, sorted(modules & HEAVY)
-    assert json.loads(out.stdout) == json.loads(json.dumps(totals(Ctx(open_store()), setup)))
+    assert json.loads(out.stdout) == json.loads(json.dumps(totals(open_store(), setup)))
     text, modules = bosun(setup, "savings")
     assert text.returncode == 0 and text.stdout.startswith(f"runs: 0 ({setup.resolve()})")
     assert not modules & HEAVY

@@ -14,8 +14,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which `bosun 
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.store.db import Store
-
 HOSTS = ("claude", "codex", "agents", "opencode")
 
 
@@ -170,19 +168,12 @@ def _repo_key(repo: Path) -> Path:
         return repo.resolve()
 
 
-class _StoreOnly:
-    """What ``savings.totals`` reads: the store alone (an engine Ctx would load the settings, and pydantic)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-
 def cmd_savings(args: argparse.Namespace) -> int:
     from bosun.savings import totals
     from bosun.store.db import open_store
 
     store = open_store()
-    out = totals(_StoreOnly(store), None if args.all_repos else Path(args.repo))
+    out = totals(store, None if args.all_repos else Path(args.repo))
     if args.since or args.card:
         out["report"] = _savings_report(store, args)
     if args.json:

@@ -243,10 +243,6 @@ def _warm_up() -> None:
     overlaps it either way; its output is read by the supervisor's reader threads meanwhile. The
     cost: a worker that exits within these ~0.1 s has its exit seen when they end, so its recorded
     process window (``worker.process``) is that much longer than it ran; real CLIs run for seconds."""
-    _load_after_worker()
-
-
-def _load_after_worker() -> None:
     import importlib
 
     from bosun.metrics import _encoder

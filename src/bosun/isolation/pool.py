@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
     from bosun.config import Settings
     from bosun.settings_cache import SettingsView
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
     from bosun.store.rows import RunRow
 
 

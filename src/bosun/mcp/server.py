@@ -270,7 +270,7 @@ def build_server(default_repo: Path) -> MCPServer:
         def go() -> dict[str, Any]:
             from bosun.savings import totals
 
-            return totals(ops.ctx(), None if all_repos else repo_of(repo))
+            return totals(ops.ctx().store, None if all_repos else repo_of(repo))
 
         return await call(go)
 

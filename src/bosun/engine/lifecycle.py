@@ -179,8 +179,8 @@ def work(
     ``task`` is the run's task when the caller holds it already (delegate); else task.json is read.
     ``defer_baseline``: a caller that verifies next in this process (delegate) does not wait for the
     baseline here; verification overlaps it and the proof waits for it (``baseline.settle``).
-    ``warm_up``: once the worker process runs, the supervising thread imports what verification needs and
-    loads the receipt's tokenizer before it starts waiting. Done earlier (the tokenizer holds the
+    ``warm_up``: once the worker process runs, a background thread imports what verification needs and
+    loads the receipt's tokenizer. Done earlier (the tokenizer holds the
     interpreter lock for about 50 ms) it delayed bosun's own steps before the worker starts; while the
     worker runs, bosun has nothing else to do."""
     from bosun.engine.attempts import run_attempts
@@ -236,13 +236,15 @@ AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.
 
 
 def _warm_up() -> None:
-    """In the thread that supervises the worker, not a thread of its own: a worker that exits at once
-    then waits these ~0.1 s for its containment, where a background thread made the containment's
-    /proc scan and bosun's next git steps wait several times that for the interpreter lock (the
-    tokenizer's vocabulary loads in one call that holds it throughout). A worker that runs longer
-    overlaps it either way; its output is read by the supervisor's reader threads meanwhile. The
-    cost: a worker that exits within these ~0.1 s has its exit seen when they end, so its recorded
-    process window (``worker.process``) is that much longer than it ran; real CLIs run for seconds."""
+    """In a thread of its own, started with the worker: the supervising thread stays free to watch
+    the worker (its exit seen at once, its descendants noted for containment while it runs). A worker
+    that exits within these ~0.1 s has bosun's next steps share the interpreter lock with it."""
+    import threading
+
+    threading.Thread(target=_load_after_worker, name="bosun-warm-up", daemon=True).start()
+
+
+def _load_after_worker() -> None:
     import importlib
 
     from bosun.metrics import _encoder

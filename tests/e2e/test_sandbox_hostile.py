@@ -132,7 +132,10 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_daemon_that_escapes_its_session_is_killed_before_verification(cli, repo, task_file, tmp_path):
-    add_profile(tmp_path / "no-user-config.toml", "daemon", "daemon")
+    # Without the fail-to-pass baseline: its verify step runs beside the worker, and when it ends first
+    # it kills the daemon itself (an orphan no running step has seen), so the worker's step, whose
+    # record this test reads, finds nothing left to contain. The daemon dies either way.
+    add_profile(tmp_path / "no-user-config.toml", "daemon", "daemon", top='baseline = "off"\n')
     before = user_state(repo)
 
     code, res = delegate(cli, repo, task_file, "daemon")

@@ -20,6 +20,10 @@ split into *before* the worker process starts, *after* it stops, and *waiting* (
 blocked: the worker's pipes and containment after its exit, the baseline's thread, the run's final
 joins). ``--cprofile`` also prints a cProfile of one delegate (the top functions by own time).
 
+``--warm`` instead times each delegation twice per round, interleaved: the ordinary way (``cold``) and
+through ``bosun warm`` (``warm``: the command runs in a fork of a process with bosun, pydantic and the
+tokenizer already imported), both as plain ``python -m bosun`` processes without the launcher.
+
     BOSUN_CLI_BIN="$(scripts/install-worker-clis.sh | tail -n 1)" \\
         .venv/bin/python bench/real_cli.py [--rounds 5] [--clis opencode codex] [--cprofile]
 
@@ -259,16 +263,21 @@ def commands_s(doc: dict[str, Any] | None) -> float:
 
 
 def time_delegate(cli: str, mode: str, repo: Path, task: Path, env: dict[str, str], tmp: Path, n: int,
-                  cprofile: Path | None = None, tree: str = "this", src: Path = ROOT / "src") -> dict[str, Any]:
+                  cprofile: Path | None = None, tree: str = "this", src: Path = ROOT / "src",
+                  how: str = "launcher") -> dict[str, Any]:
+    """One delegation. ``how``: "launcher" (timed phases, the ordinary path), "cold" (plain `python -m
+    bosun`, the ordinary path) or "warm" (plain `python -m bosun`, through the warm process)."""
     timeline = tmp / f"timeline-{cli}-{mode}-{n}.json"
     args = ["delegate", str(task), "--repo", str(repo), "--profile", cli, "--json"]
     args += ["--auto-approve"] if mode == "auto" else []
     if cprofile is not None:
         argv = [sys.executable, "-m", "cProfile", "-o", str(cprofile), "-m", "bosun", *args]
+    elif how in ("cold", "warm"):
+        argv = [sys.executable, "-m", "bosun", *args]
     else:
         argv = [sys.executable, "-c", os.environ.get("BENCH_LAUNCHER_CODE") or LAUNCHER, *args]
     penv = {**env, "BOSUN_BENCH_TIMELINE": str(timeline), "BOSUN_BENCH_PROBES": json.dumps(PROBES),
-            "PYTHONPATH": str(src)}
+            "PYTHONPATH": str(src), "BOSUN_WARM": "1" if how == "warm" else "0"}
     with ReplayServer(FIX) as srv:
         user_config(Path(env["BOSUN_CONFIG"]), {cli: env[f"BENCH_BIN_{cli}"]}, {cli: srv.base_url(API[cli])})
         launched = time.time()
@@ -395,7 +404,8 @@ def median(values: list[float]) -> float:
 
 def report(rows: list[dict[str, Any]], bare: dict[str, list[float]], args: argparse.Namespace,
            loads: list[str]) -> int:
-    trees = ["this"] + (["compared"] if args.compare else [])
+    trees = ["cold", "warm"] if args.warm else ["this"] + (["compared"] if args.compare else [])
+    main_tree, other_tree = ("warm", "cold") if args.warm else ("this", "compared")
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.platform()}")
     print(f"load average (1, 5, 15 min): at start {loads[0]}, at end {loads[-1]}")
@@ -418,12 +428,12 @@ def report(rows: list[dict[str, Any]], bare: dict[str, list[float]], args: argpa
                       f"| {median([r['verify'] + r['reverify'] for r in rs]):.2f} s "
                       f"| {median([r['before'] for r in rs]):.3f} s | {median([r['after'] for r in rs]):.3f} s "
                       f"| **{median(own):.3f} s** ({min(own):.3f}-{max(own):.3f}) |")
-                if tree == "this" and median(own) > TARGETS[mode]:
+                if tree == main_tree and median(own) > TARGETS[mode]:
                     missed += 1
     print("\nown time = wall - worker process - verify commands (for --auto-approve also the reverification's);"
           " medians of per-run figures")
-    if args.compare:
-        print("\npaired per round: the compared code's figure - this code's (positive: this is faster)\n")
+    if args.compare or args.warm:
+        print(f"\npaired per round: the {other_tree} figure - the {main_tree} one (positive: {main_tree} is faster)\n")
         print("| CLI | run | own: median | min | max | wall: median | min | max |\n|---|---|---:|---:|---:|---:|---:|---:|")
         for cli in args.clis:
             for mode in ("delegate", "auto"):
@@ -434,8 +444,8 @@ def report(rows: list[dict[str, Any]], bare: dict[str, list[float]], args: argpa
                 both = [d for d in pairs.values() if len(d) == 2]
                 if not both:
                     continue
-                own = [d["compared"]["own"] - d["this"]["own"] for d in both]
-                wall = [d["compared"]["wall"] - d["this"]["wall"] for d in both]
+                own = [d[other_tree]["own"] - d[main_tree]["own"] for d in both]
+                wall = [d[other_tree]["wall"] - d[main_tree]["wall"] for d in both]
                 print(f"| {cli} | {mode} | {median(own):.3f} s | {min(own):.3f} | {max(own):.3f} "
                       f"| {median(wall):.2f} s | {min(wall):.2f} | {max(wall):.2f} |")
     for tree in trees:
@@ -473,7 +483,11 @@ def main() -> int:
     ap.add_argument("--cprofile-out", type=Path, help="keep the cProfile data here")
     ap.add_argument("--compare", type=Path, metavar="DIR",
                     help="also time the bosun whose sources are DIR/src (e.g. `git archive main src`), interleaved")
+    ap.add_argument("--warm", action="store_true",
+                    help="time each delegation twice, interleaved: the ordinary way and through `bosun warm`")
     args = ap.parse_args()
+    if args.warm and args.compare:
+        ap.error("--warm and --compare each pair two variants; pass one")
     sys.path.insert(0, str(ROOT))
     from tests.e2e.cli_support import cli_binary
 
@@ -502,7 +516,17 @@ def main() -> int:
             for src in [ROOT / "src"] + ([args.compare / "src"] if args.compare else []):
                 new_start(repo, env, n := n + 1)
                 time_delegate(cli, "delegate", repo, task, env, tmp, n, src=src)
-        trees = [("this", ROOT / "src")] + ([("compared", args.compare / "src")] if args.compare else [])
+        trees = [("this", ROOT / "src", "launcher")] + ([("compared", args.compare / "src", "launcher")]
+                                                         if args.compare else [])
+        if args.warm:
+            trees = [("cold", ROOT / "src", "cold"), ("warm", ROOT / "src", "warm")]
+            started = subprocess.run([sys.executable, "-m", "bosun", "warm", "start"], env=env, capture_output=True,
+                                     text=True)
+            if started.returncode != 0:
+                raise SystemExit(f"bosun warm start failed: {started.stderr}")
+            for cli in args.clis:  # the warm process's first copy, not counted either
+                new_start(repo, env, n := n + 1)
+                time_delegate(cli, "delegate", repo, task, env, tmp, n, how="warm")
         for k in range(args.rounds):
             for cli in args.clis:
                 modes = args.modes[k % len(args.modes):] + args.modes[:k % len(args.modes)]
@@ -510,15 +534,17 @@ def main() -> int:
                     if mode == "bare":
                         bare[cli].append(time_bare(cli, binaries[cli], repo, tmp, k))
                         continue
-                    for tree, src in trees if k % 2 == 0 else trees[::-1]:
+                    for tree, src, how in trees if k % 2 == 0 else trees[::-1]:
                         new_start(repo, env, n := n + 1)
-                        row = time_delegate(cli, mode, repo, task, env, tmp, n, tree=tree, src=src)
+                        row = time_delegate(cli, mode, repo, task, env, tmp, n, tree=tree, src=src, how=how)
                         row["pair"] = f"{k}-{cli}-{mode}"
                         rows.append(row)
                         print(f"round {k + 1} {cli:9} {mode:8} {tree:8} wall {row['wall']:.2f}  worker {row['worker']:.2f}"
                               f"  verify {row['verify'] + row['reverify']:.2f}  own {row['own']:.3f} (before "
                               f"{row['before']:.3f}, after {row['after']:.3f})  load {loadavg()}", flush=True)
         loads.append(loadavg())
+        if args.warm:
+            subprocess.run([sys.executable, "-m", "bosun", "warm", "stop"], env=env, capture_output=True)
         if args.cprofile:
             new_start(repo, env, n := n + 1)
             prof = args.cprofile_out or tmp / "delegate.prof"

@@ -176,3 +176,31 @@ def test_required_on_a_kernel_without_landlock_refuses_before_the_worker_starts(
     res = json.loads(out.stdout)
     assert marker.exists()
     assert res["sandbox"]["mechanism"] == "none"
+
+
+def test_a_worker_cannot_have_the_warm_process_act_for_it(cli, repo, task_file, tmp_path, isolated_home):
+    # Another run, verified and waiting for the user's approval: what a worker would like approved.
+    code, other = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0, other
+    started = run_bosun("warm", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    info = json.loads(started.stdout)
+    try:
+        add_profile(tmp_path / "no-user-config.toml", "asker", "warm", info["socket"],
+                    str(isolated_home / "bosun.db"), json.dumps(["approve", other["id"]]))
+        code, res = delegate(cli, repo, task_file, "asker")
+        report = next(json.loads(e["text"]) for e in events(res) if e["type"] == "message" and '"replies"' in e["text"])
+        assert report["open_store_rw"].endswith(")"), report  # the kernel refused it
+        assert set(report["replies"]) == {"store read-only", "own file read-write"}
+        for reply in report["replies"].values():
+            # Refused by the warm process itself, or the socket unreachable: never run.
+            assert '"pid"' not in reply, report
+            assert "refused" in reply, report
+        assert code == 0 and res["state"] == "verified", res
+        assert json.loads(run_bosun("show", other["id"], "--json").stdout)["state"] == "verified"
+    finally:
+        run_bosun("warm", "stop")
+        try:
+            os.kill(info["pid"], 9)
+        except OSError:
+            pass

@@ -14,7 +14,7 @@ SRC = ROOT / "src" / "bosun"
 # Highest first. A module may import its own layer or any layer below it, never one above.
 # The unit of a module is its package under bosun (``engine``) or, for a top-level module, its name.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("entry", {"__main__", "cli"}),
+    ("entry", {"__main__", "cli", "warm_server"}),
     ("apps", {"mcp", "web", "doctor", "models", "skills", "savings", "savings_report", "watch", "replay"}),
     ("plans", {"plans"}),
     ("engine", {"engine", "history", "notify", "metrics", "results", "verification", "parents"}),
@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("proc", {"proc"}),
     ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
               "contract_template", "lean_imports", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
-              "worktree_config", "quick_exit", "settings_cache"}),
+              "worktree_config", "quick_exit", "settings_cache", "warm_client"}),
 ]
 RANK = {unit: n for n, (_, units) in enumerate(LAYERS) for unit in units}
 

@@ -5,6 +5,9 @@ is the worktree.
 
 ``write`` tries every way it knows to change each PATH (append, truncate, replace by rename, delete,
 create beside it), then makes the honest fix and prints what happened to each attempt.
+``warm SOCKET DB ARGV_JSON`` asks bosun's warm process to run ARGV for it, as a worker that cannot
+write bosun's store (DB) might: with the store open read-only, and with a file of its own open for
+writing in its place; it prints the warm process's replies.
 ``daemon`` starts a daemon the classic way (setsid, double fork, an empty environment) that keeps
 writing into the worktree, records its pid in HOME, makes the fix and exits at once.
 """
@@ -77,8 +80,43 @@ def daemon() -> None:
     print("Fixed add(); nothing else running, honest.")
 
 
+def warm(sock_path: str, db: str, argv_json: str) -> None:
+    import array
+    import socket
+
+    sys.stdin.read()
+    outcome: dict[str, object] = {"open_store_rw": attempt("open the store for writing",
+                                                           lambda: os.close(os.open(db, os.O_RDWR)))}
+    Path("mine.txt").write_text("a file the worker may write\n")
+    stand_ins = {"store read-only": lambda: os.open(db, os.O_RDONLY),
+                 "own file read-write": lambda: os.open("mine.txt", os.O_RDWR)}
+    replies = {}
+    for name, opener in stand_ins.items():
+        try:
+            fd = opener()
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(sock_path)
+            payload = json.dumps({"protocol": 1, "argv": json.loads(argv_json), "cwd": os.getcwd(),
+                                  "env": dict(os.environ), "umask": 0o22, "streams": None, "home": "",
+                                  "stamp": {}}).encode()
+            conn.sendmsg([len(payload).to_bytes(4, "big")],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2, fd]).tobytes())])
+            conn.sendall(payload)
+            conn.settimeout(20)
+            replies[name] = conn.makefile("rb").readline().decode()
+            conn.close()
+        except OSError as exc:
+            replies[name] = f"refused ({exc.strerror})"
+    outcome["replies"] = replies
+    os.unlink("mine.txt")
+    fix()
+    print(json.dumps({"type": "message", "role": "assistant", "text": json.dumps(outcome)}))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
+    if sys.argv[1] == "warm":
+        warm(*sys.argv[2:5])
+    elif sys.argv[1] == "write":
         write(sys.argv[2:])
     elif sys.argv[1] == "read":
         read(sys.argv[2:])

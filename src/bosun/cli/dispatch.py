@@ -34,7 +34,7 @@ HANDLERS = {
     "savings": "parents_cli:cmd_savings",
     "history": "insight_cli:cmd_history", "dash": "insight_cli:cmd_dash",
     "gc": "pool_cli:cmd_gc", "pool": "pool_cli:cmd_pool",
-    "agent": "remote_cli:cmd_agent", "agents": "remote_cli:cmd_agents",
+    "agent": "remote_cli:cmd_agent", "agents": "remote_cli:cmd_agents", "warm": "warm_cli:cmd_warm",
 }
 PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("plan "))
 

@@ -124,7 +124,8 @@ PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
 VERBS = (
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
     "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
-    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "replay",
+    "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "warm",
+    "replay",
 )
 PARENT_VERBS = ("mcp", "skill", "watch", "savings")  # built by cli/parents_cli.py
 INSIGHT_VERBS = ("history", "dash")  # built by cli/insight_cli.py
@@ -301,6 +302,10 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         from bosun.cli.remote_cli import add_remote_parsers
 
         add_remote_parsers(sub, wanted)
+    if wanted in ("*", None, "warm"):
+        from bosun.cli.warm_cli import add_warm_parser
+
+        add_warm_parser(sub, wanted)
 
     p = add("replay", "the scripted model server (for testing pipelines offline)")
     rsub = p.add_subparsers(dest="replay_command", metavar="SUBCOMMAND")
@@ -326,7 +331,16 @@ READ_ONLY_VERBS = ("show", "diff", "list", "schema", "template", "history", "wor
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away."""
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if from_command_line and not reads_only(argv):
+        # A validating command runs in the warm process when one serves this bosun home (see
+        # warm_client); in-process callers (tests, the warm process's own copies) never go there.
+        from bosun.warm_client import run as run_warm
+
+        code = run_warm(argv)
+        if code is not None:
+            return code
     _JSON_REQUESTED[0] = "--json" in argv
     if reads_only(argv):
         from bosun.quick_exit import skip_final_collection

@@ -1,0 +1,98 @@
+"""The warm process's checks of a caller, without a warm process: each refuses what it must."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bosun import warm_client
+from bosun.warm_server import Refused, Server, _check_store_writable, _well_formed, changed_modules
+
+
+def test_only_validating_verbs_go_warm_and_bosun_warm_0_keeps_them_here(monkeypatch):
+    monkeypatch.delenv("BOSUN_WARM", raising=False)
+    assert warm_client.eligible(["delegate", "task.yaml", "--json"])
+    assert warm_client.eligible(["plan", "run", "plan.yaml"])
+    for argv in (["list", "--json"], ["show", "x"], ["delegate", "--help"], ["mcp"], ["warm", "start"], []):
+        assert not warm_client.eligible(argv), argv
+    for off in ("0", "off", "no", "false"):
+        monkeypatch.setenv("BOSUN_WARM", off)
+        assert not warm_client.eligible(["delegate", "task.yaml"])
+
+
+def test_a_socket_directory_anyone_else_can_enter_is_not_used(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    assert warm_client.private_dir_ok(str(private))
+    os.chmod(private, 0o755)
+    assert not warm_client.private_dir_ok(str(private))
+    link = tmp_path / "link"
+    link.symlink_to(private)
+    os.chmod(private, 0o700)
+    assert not warm_client.private_dir_ok(str(link))  # a symlink could point anywhere
+    assert not warm_client.private_dir_ok(str(tmp_path / "missing"))
+
+
+def test_a_client_with_no_store_or_no_warm_process_runs_the_command_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOSUN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("BOSUN_WARM", raising=False)
+    assert warm_client.run(["check", "task.yaml"]) is None  # no store yet
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "bosun.db").write_bytes(b"")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    assert warm_client.run(["check", "task.yaml"]) is None  # nobody listens
+
+
+def test_the_store_must_be_sent_open_for_writing_and_be_the_store(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    db = home / "bosun.db"
+    db.write_bytes(b"sqlite")
+    other = tmp_path / "other.db"
+    other.write_bytes(b"sqlite")
+    fd = os.open(db, os.O_RDWR)
+    try:
+        _check_store_writable(fd, str(home))
+    finally:
+        os.close(fd)
+    for path, flags in ((db, os.O_RDONLY), (db, os.O_WRONLY), (other, os.O_RDWR)):
+        fd = os.open(path, flags)
+        try:
+            with pytest.raises(Refused):
+                _check_store_writable(fd, str(home))
+        finally:
+            os.close(fd)
+
+
+def test_a_request_with_a_field_of_the_wrong_type_is_refused():
+    good = {"argv": ["check", "t.yaml"], "env": {"A": "1"}, "cwd": "/", "umask": 18}
+    assert _well_formed(good) == good
+    for bad in ({**good, "argv": "check"}, {**good, "argv": [1]}, {**good, "env": {"A": 1}},
+                {**good, "cwd": None}, {**good, "umask": "18"}, ["check"], None):
+        with pytest.raises(Refused):
+            _well_formed(bad)
+
+
+def test_a_changed_or_removed_module_file_is_found(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    stamps = {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in (a, b)}
+    assert changed_modules(stamps) == []
+    a.write_text("x = 10\n")
+    b.unlink()
+    assert sorted(changed_modules(stamps)) == sorted([str(a), str(b)])
+
+
+def test_the_socket_path_fits_and_differs_per_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    deep = "/tmp/" + "d" * 200 + "/home"
+    path = warm_client.socket_path(deep)
+    assert len(path.encode()) < 100 and path.startswith(f"/tmp/bosun-{os.getuid()}/")
+    assert warm_client.socket_path(deep + "2") != path
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert Path(warm_client.socket_path(deep)).parent == tmp_path / "bosun"
+    assert Server(deep, 60).path == warm_client.socket_path(deep)

@@ -65,7 +65,15 @@ def _bell() -> str:
         with open("/dev/tty", "w") as tty:
             tty.write("\a")
     except OSError:
-        return "bell: no terminal"
+        # No controlling terminal (a fork of the warm process has none): the caller's terminal, if
+        # its standard error is one.
+        try:
+            if not sys.stderr.isatty():
+                return "bell: no terminal"
+            sys.stderr.write("\a")
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            return "bell: no terminal"
     return "bell"
 
 

@@ -68,6 +68,9 @@ your judgement, changes to CI or test configuration (bosun locks those), or anyt
 4. `approve`, then `integrate`: the change lands on the branch the run started from, re-verified.
    Or `discard` it.
 
+In a shell, `bosun warm start` once makes each later `bosun delegate`/`approve`/`integrate` start
+~0.2 s sooner (same results; `bosun warm stop` ends it).
+
 ## Reading a result
 
 - `verdict` "verified" means bosun ran your verify commands on the change and every gate is green.

@@ -22,6 +22,27 @@ EXIT_BUSY = 5
 EXIT_CONFLICT = 6
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached a command-line bosun: unwound like Ctrl-C (its worker stopped, its run
+    left recoverable), not a death that leaves the worker running with nobody watching it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def raise_on_termination() -> None:
+    """In the main thread of a command-line process: SIGTERM and SIGHUP raise ``Terminated``."""
+    import signal
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:  # an ignored one (nohup) stays ignored
+            signal.signal(sig, handler)
+
+
 class BosunError(Exception):
     """An error whose message is written for the user."""
 

@@ -62,9 +62,14 @@ def private_dir_ok(path: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def eligible(argv: list[str]) -> bool:
+def validating(argv: list[str]) -> bool:
+    """Whether ``argv`` runs a validating verb (not its help)."""
     words = [a for a in argv if not a.startswith("-")]
-    if not words or words[0] not in WARM_VERBS or "--help" in argv or "-h" in argv:
+    return bool(words) and words[0] in WARM_VERBS and "--help" not in argv and "-h" not in argv
+
+
+def eligible(argv: list[str]) -> bool:
+    if not validating(argv):
         return False
     value = os.environ.get("BOSUN_WARM", "").strip().lower()
     return value not in ("0", "off", "no", "false")

@@ -23,39 +23,39 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket as socket_module
 
-# Imported before the first fork; every copy starts with them. What a validating verb needs (the
-# handlers, contract, settings, engine, workers), what verification needs after the worker, and the
-# tokenizer's vocabulary. Nothing here may start a thread or compute from the environment at import.
-PRELOAD = (
-    "bosun.cli.main", "bosun.cli.dispatch", "bosun.cli.handlers", "bosun.cli.render", "bosun.cli.plan_cli",
-    "bosun.cli.pool_cli", "bosun.contract", "bosun.config", "bosun.engine.lifecycle", "bosun.engine.preflight",
-    "bosun.engine.routing", "bosun.engine.integration", "bosun.engine.teardown", "bosun.engine.gc",
-    "bosun.workers", "bosun.doctor", "bosun.plans.driver", "bosun.savings",
-)
+# Imported before the first fork; every copy starts with them: every module of these packages (the
+# engine, the workers, isolation, the sandbox, the store, the gates, plans) and bosun's top-level
+# modules, the command-line handlers, then the tokenizer's vocabulary. Not the optional parts (the
+# MCP server, the dashboard, remote workers), which load their own dependencies. No module of
+# bosun's starts a thread or reads the environment at import (a copy's environment is the caller's).
+PRELOAD_PACKAGES = ("engine", "workers", "isolation", "sandbox", "store", "gates", "plans", "parents")
+PRELOAD = ("bosun.cli.main", "bosun.cli.dispatch", "bosun.cli.handlers", "bosun.cli.render", "bosun.cli.views",
+           "bosun.cli.plan_cli", "bosun.cli.pool_cli", "xml.etree.ElementTree", "ctypes")
+NOT_PRELOADED = ("bosun.__main__", "bosun.warm_server")
 REQUEST_TIMEOUT_S = 10.0  # a caller that connects and sends nothing: its copy gives up after this
 MAX_REQUEST = 4 << 20
 
 
 def preload() -> None:
     import importlib
+    import pkgutil
 
-    from bosun.engine.lifecycle import AFTER_WORKER_MODULES
+    import bosun
     from bosun.metrics import _encoder
 
-    for name in (*PRELOAD, *AFTER_WORKER_MODULES):
+    names = [*PRELOAD]
+    for info in pkgutil.iter_modules(bosun.__path__, "bosun."):
+        if not info.ispkg and info.name not in NOT_PRELOADED:
+            names.append(info.name)
+    for package in PRELOAD_PACKAGES:
+        names.append(f"bosun.{package}")
+        path = [os.path.join(bosun.__path__[0], package)]
+        names.extend(info.name for info in pkgutil.walk_packages(path, f"bosun.{package}."))
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
             pass  # an optional part that is not installed: the copy imports (and reports) it as usual
-    import pkgutil
-
-    import bosun.workers as workers_pkg
-
-    for info in pkgutil.iter_modules(workers_pkg.__path__, "bosun.workers."):
-        try:
-            importlib.import_module(info.name)
-        except ImportError:
-            pass
     _encoder()
 
 
@@ -162,8 +162,8 @@ class Server:
                 if pid == 0:
                     listener.close()
                     os.close(lock)
-                    for sig in (signal.SIGTERM, signal.SIGINT):
-                        signal.signal(sig, signal.SIG_DFL if sig == signal.SIGTERM else signal.default_int_handler)
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
                     return conn
                 conn.close()
                 self.children.add(pid)
@@ -417,12 +417,15 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
     assert isinstance(argv, list)
     try:
         from bosun.cli.main import main
+        from bosun.errors import raise_on_termination
+
+        raise_on_termination()  # as the command run the ordinary way does
 
         code[0] = main(argv)
     except SystemExit as exc:
         code[0] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except KeyboardInterrupt:
-        code[0] = 130
+    except KeyboardInterrupt as exc:
+        code[0] = 128 + getattr(exc, "signum", 2)
     except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, exit 1
         traceback.print_exc()
         code[0] = 1

@@ -106,9 +106,8 @@ def _hang_pids() -> list[int]:
     return [int(p) for p in out.split()]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_an_interrupted_or_killed_caller_stops_its_worker(warm, repo, task_file, isolated_home, sig):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "1"}
+def _interrupt_a_delegation(repo: Path, task_file: Path, sig: int, warm: bool) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "1" if warm else "0"}
     before = set(_hang_pids())
     caller = subprocess.Popen([sys.executable, "-m", "bosun", "delegate", str(task_file), "--repo", str(repo),
                                "--profile", "hang", "--json"], env=env, stdout=subprocess.PIPE,
@@ -119,8 +118,9 @@ def test_an_interrupted_or_killed_caller_stops_its_worker(warm, repo, task_file,
     assert set(_hang_pids()) - before, "the worker never started"
     caller.send_signal(sig)
     _out, err = caller.communicate(timeout=30)
-    if sig == signal.SIGINT:
-        assert caller.returncode == 130 and "interrupted" in err, err
+    if sig != signal.SIGKILL:
+        # Unwound as on Ctrl-C, exit 128 + the signal's number as a shell reports it.
+        assert caller.returncode == 128 + sig and "interrupted" in err, (caller.returncode, err)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and set(_hang_pids()) - before:
         time.sleep(0.1)
@@ -131,6 +131,17 @@ def test_an_interrupted_or_killed_caller_stops_its_worker(warm, repo, task_file,
         time.sleep(0.2)
         listed = json.loads(run_bosun("list", "--json").stdout)["runs"]
     assert listed[0]["state"] == "interrupted"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_an_interrupted_terminated_or_killed_caller_stops_its_worker(warm, repo, task_file, sig):
+    _interrupt_a_delegation(repo, task_file, sig, warm=True)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_delegation_stops_its_worker_as_on_ctrl_c(isolated_home, repo, task_file, sig):
+    # A parent agent's timeout sends SIGTERM: the worker must not run on with nobody watching it.
+    _interrupt_a_delegation(repo, task_file, sig, warm=False)
 
 
 def test_a_changed_bosun_on_disk_is_never_run_warm(isolated_home, repo, task_file, tmp_path):

@@ -69,9 +69,9 @@ def dispatch(args: argparse.Namespace) -> int:
         else:
             print_error(err, "the plan has" if args.command == "plan" else "")
         return err.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         sys.stderr.write(interrupted_message(args) + "\n")
-        return 130
+        return 128 + getattr(exc, "signum", 2)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports
 
 
 def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:

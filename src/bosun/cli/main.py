@@ -36,6 +36,7 @@ typical flow:
 
 exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
             4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate,
+            130/143/129 interrupted by Ctrl-C/SIGTERM/SIGHUP (worker stopped; `bosun recover`),
             141 stdout closed early (e.g. `| head`)
 """
 
@@ -337,10 +338,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A validating command runs in the warm process when one serves this bosun home (see
         # warm_client); in-process callers (tests, the warm process's own copies) never go there.
         from bosun.warm_client import run as run_warm
+        from bosun.warm_client import validating
 
         code = run_warm(argv)
         if code is not None:
             return code
+        if validating(argv):  # the verbs that run workers and verification (servers keep their own)
+            from bosun.errors import raise_on_termination
+
+            raise_on_termination()
     _JSON_REQUESTED[0] = "--json" in argv
     if reads_only(argv):
         from bosun.quick_exit import skip_final_collection

@@ -34,6 +34,7 @@ PRELOAD = ("bosun.cli.main", "bosun.cli.dispatch", "bosun.cli.handlers", "bosun.
 NOT_PRELOADED = ("bosun.__main__", "bosun.warm_server")
 REQUEST_TIMEOUT_S = 10.0  # a caller that connects and sends nothing: its copy gives up after this
 MAX_REQUEST = 4 << 20
+MAX_COPIES = 64  # forks alive at once; beyond, a caller runs its command itself (a flood forks nothing)
 
 
 def preload() -> None:
@@ -158,6 +159,10 @@ class Server:
                         continue
                     raise
                 last = time.monotonic()
+                self._reap()
+                if len(self.children) >= MAX_COPIES:
+                    conn.close()  # the caller runs its command the ordinary way
+                    continue
                 pid = os.fork()
                 if pid == 0:
                     listener.close()

@@ -178,8 +178,10 @@ def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: 
     """
     from bosun.isolation.git import git, git_path
 
-    objects = Path(git(["rev-parse", "--path-format=absolute", "--git-path", "objects"], repo).stdout.rstrip("\n"))
-    fmt = git(["rev-parse", "--show-object-format"], repo, check=False).stdout.strip() or "sha1"
+    # One git process for three answers (rev-parse prints them in the order asked).
+    asked = git(["rev-parse", "--path-format=absolute", "--git-path", "objects", "--git-path", "info/exclude",
+                 "--show-object-format"], repo).stdout.split("\n")
+    objects, user_exclude, fmt = Path(asked[0]), Path(asked[1]), asked[2].strip() or "sha1"
     view = view_for(run_dir, worktree, objects, start)
     gd = view.git_dir
     if gd.exists():
@@ -192,7 +194,6 @@ def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: 
     (gd / "info" / "attributes").write_text(_ATTRIBUTES)
     gitfile = worktree / ".git"
     view.gitfile_record.write_bytes(gitfile.read_bytes() if gitfile.is_file() else b"")
-    user_exclude = git_path(repo, "info/exclude")
     excludes = start_excludes(view, user_exclude.read_text("utf-8", "replace") if user_exclude.is_file() else "")
     view.excludes.write_text(excludes)
     seed_index = git_path(worktree, "index") if seed else None

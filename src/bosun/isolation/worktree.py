@@ -20,6 +20,8 @@ from bosun.errors import BadInput, Conflict
 from bosun.isolation.git import GitError, git, git_path, tree_of
 from bosun.isolation.snapshot import BOSUN_EMAIL, BOSUN_NAME, NO_SPLIT_INDEX
 
+_RUN_BRANCH = re.compile(r"^bosun/[a-z0-9][a-z0-9-]{2,63}$")
+
 
 def branch_exists(repo: Path | str, branch: str) -> bool:
     res = git(["show-ref", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False)
@@ -40,8 +42,10 @@ def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> No
     The worker's change is never read back from here through git's view of this worktree: see
     :mod:`bosun.isolation.change`.
     """
-    # Checked as a full ref name: --branch would expand "@{-1}" and friends.
-    valid = git(["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
+    # Checked as a full ref name: --branch would expand "@{-1}" and friends. A run's own branch
+    # (bosun/ and a run id: lower-case letters, digits and dashes) is valid by construction.
+    valid = _RUN_BRANCH.match(branch) is not None or git(
+        ["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
     if not valid or branch.startswith("-"):
         raise BadInput(f"'{branch}' is not a valid branch name", "pick a name git accepts as a branch")
     if branch_exists(repo, branch):

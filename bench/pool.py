@@ -19,7 +19,9 @@ time from launching ``bosun delegate`` to the worker running; *total* is the who
 pooled run's worker starts before a bare ``git worktree add`` finishes (ratio < 1), and its overhead
 is <= 0.3 s.
 
-    .venv/bin/python bench/pool.py [--sizes 100 20000] [--rounds 3]
+``--warm`` adds, each round, the pooled delegate through ``bosun warm`` (after a new commit of its own).
+
+    .venv/bin/python bench/pool.py [--sizes 100 20000] [--rounds 3] [--warm]
 """
 
 from __future__ import annotations
@@ -83,13 +85,14 @@ def _bosun(env: dict[str, str], *args: str) -> dict:
         raise SystemExit(f"bosun {args} printed no JSON (exit {res.returncode}):\n{res.stderr}") from None
 
 
-def delegate(repo: Path, task: Path, env: dict[str, str], mark: Path) -> tuple[float, float, dict]:
-    """(seconds to the worker's start, seconds of the whole delegate, its result)."""
+def delegate(repo: Path, task: Path, env: dict[str, str], mark: Path, warm: bool = False) -> tuple[float, float, dict]:
+    """(seconds to the worker's start, seconds of the whole delegate, its result). ``warm``: through
+    `bosun warm` (started by the caller), else the ordinary way."""
     settle()
     launched = time.time()
     t0 = time.perf_counter()
     res = subprocess.run([*startup.bosun_argv(), "delegate", str(task), "--profile", "touch", "--json", "--repo",
-                          str(repo)], env=env, capture_output=True, text=True)
+                          str(repo)], env={**env, "BOSUN_WARM": "1" if warm else "0"}, capture_output=True, text=True)
     total = time.perf_counter() - t0
     out = json.loads(res.stdout)
     if out.get("state") != "verified":
@@ -123,7 +126,7 @@ def new_base(repo: Path, env: dict[str, str], k: int) -> None:
     _git(repo, env, "commit", "-qam", f"round {k}")
 
 
-def measure(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
+def measure(n: int, rounds: int, tmp: Path, warm: bool = False) -> dict[str, list[float]]:
     env = startup.isolated_env(tmp)
     base = tmp / f"size-{n}"
     base.mkdir()
@@ -133,12 +136,15 @@ def measure(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
     fresh_repo = make_repo(base / "fresh", n, env, mark, pool=0)
     pool_repo = make_repo(base / "pooled", n, env, mark, pool=1)
     _bosun(env, "pool", "warm", "--repo", str(pool_repo))
-    # Untimed: page cache, bytecode, the pool's first lease.
-    for repo in (fresh_repo, pool_repo):
-        _, _, out = delegate(repo, task, env, mark)
+    if warm:
+        subprocess.run([*startup.bosun_argv(), "warm", "start"], env=env, capture_output=True, check=True)
+    # Untimed: page cache, bytecode, the pool's first lease (and the warm process's first fork).
+    for repo, through_warm in ((fresh_repo, False), (pool_repo, False), *([(pool_repo, True)] if warm else [])):
+        _, _, out = delegate(repo, task, env, mark, warm=through_warm)
         _bosun(env, "discard", out["id"])
     raw: dict[str, list[float]] = {k: [] for k in ("worktree_add", "bare", "fresh_to_worker", "fresh_total",
-                                                   "pool_to_worker", "pool_total", "pool_give_back")}
+                                                   "pool_to_worker", "pool_total", "pool_give_back",
+                                                   "warm_to_worker", "warm_total")}
     fresh_runs = []
     for k in range(rounds):
         new_base(fresh_repo, env, k)
@@ -158,9 +164,19 @@ def measure(n: int, rounds: int, tmp: Path) -> dict[str, list[float]]:
         t0 = time.perf_counter()
         _bosun(env, "discard", out["id"])
         raw["pool_give_back"].append(time.perf_counter() - t0)
+        if warm:  # the same pooled run through the warm process, from a new base of its own
+            new_base(pool_repo, env, k + 1000)
+            to_worker, total, out = delegate(pool_repo, task, env, mark, warm=True)
+            if "/pool/" not in out["worktree"]:
+                raise SystemExit("the pooled run did not get the pool's worktree")
+            raw["warm_to_worker"].append(to_worker)
+            raw["warm_total"].append(total)
+            _bosun(env, "discard", out["id"])
         print(f"[{n} files] round {k + 1}/{rounds} done", file=sys.stderr)
     for run_id in fresh_runs:
         _bosun(env, "discard", run_id)
+    if warm:
+        subprocess.run([*startup.bosun_argv(), "warm", "stop"], env=env, capture_output=True)
     shutil.rmtree(base, ignore_errors=True)
     return raw
 
@@ -193,12 +209,23 @@ def report(results: dict[int, dict[str, list[float]]]) -> str:
             ("overhead without pool less the round's bare `git worktree add`", fresh_over_add),
             ("overhead with pool (total - bare)", pool_over),
         ]
+        warm_over = [t - b for t, b in zip(raw["warm_total"], raw["bare"], strict=False)]
+        if raw["warm_total"]:
+            rows += [("delegate with pool, through `bosun warm`: to worker start", raw["warm_to_worker"]),
+                     ("delegate with pool, through `bosun warm`: total", raw["warm_total"]),
+                     ("overhead with pool, through `bosun warm` (total - bare)", warm_over)]
         for name, xs in rows:
             lines.append(f"| {name} | {med(xs) * 1000:.0f} ms | {min(xs) * 1000:.0f} ms |")
         lines += ["", f"pooled worker start / bare `git worktree add`, paired: median {med(paired_ratio):.2f} "
                   f"(target < 1: {'met' if med(paired_ratio) < 1 else 'not met'}); overhead with pool "
                   f"{med(pool_over) * 1000:.0f} ms (target <= {TARGET_S * 1000:.0f} ms: "
-                  f"{'met' if med(pool_over) <= TARGET_S else 'not met'})", ""]
+                  f"{'met' if med(pool_over) <= TARGET_S else 'not met'})"]
+        if raw["warm_total"]:
+            lines.append(f"through `bosun warm`: pooled worker start / bare `git worktree add`, paired: median "
+                         f"{med([p / a for p, a in zip(raw['warm_to_worker'], add, strict=True)]):.2f}; overhead "
+                         f"{med(warm_over) * 1000:.0f} ms (target <= {TARGET_S * 1000:.0f} ms: "
+                         f"{'met' if med(warm_over) <= TARGET_S else 'not met'})")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -206,13 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 20000])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warm", action="store_true",
+                    help="also time the pooled delegate through `bosun warm` (from a new base of its own)")
     args = ap.parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory(prefix="bosun-bench-pool-", dir=os.environ.get("BENCH_TMP")) as tmp:
         for n in args.sizes:
             sub = Path(tmp) / str(n)
             sub.mkdir()
-            results[n] = measure(n, args.rounds, sub)
+            results[n] = measure(n, args.rounds, sub, warm=args.warm)
     print(report(results))
     return 0
 

@@ -101,30 +101,37 @@ def test_arguments_environment_directory_and_exit_codes_are_the_callers(warm, re
     assert outputs[0][3] == outputs[1][3] == 3
 
 
-def _hang_pids() -> list[int]:
+def _hang_pids(home: Path) -> set[int]:
+    """The hanging workers of this test: working in a worktree under its own bosun home."""
     out = subprocess.run(["pgrep", "-f", "scripted.py hang"], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    mine = set()
+    for pid in out.split():
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(home)):
+                mine.add(int(pid))
+        except OSError:
+            pass
+    return mine
 
 
-def _interrupt_a_delegation(repo: Path, task_file: Path, sig: int, warm: bool) -> None:
+def _interrupt_a_delegation(home: Path, repo: Path, task_file: Path, sig: int, warm: bool) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "1" if warm else "0"}
-    before = set(_hang_pids())
     caller = subprocess.Popen([sys.executable, "-m", "bosun", "delegate", str(task_file), "--repo", str(repo),
                                "--profile", "hang", "--json"], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not set(_hang_pids()) - before:
+    while time.monotonic() < deadline and not _hang_pids(home):
         time.sleep(0.1)
-    assert set(_hang_pids()) - before, "the worker never started"
+    assert _hang_pids(home), "the worker never started"
     caller.send_signal(sig)
     _out, err = caller.communicate(timeout=30)
     if sig != signal.SIGKILL:
         # Unwound as on Ctrl-C, exit 128 + the signal's number as a shell reports it.
         assert caller.returncode == 128 + sig and "interrupted" in err, (caller.returncode, err)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and set(_hang_pids()) - before:
+    while time.monotonic() < deadline and _hang_pids(home):
         time.sleep(0.1)
-    assert not set(_hang_pids()) - before, "the worker outlived its caller"
+    assert not _hang_pids(home), "the worker outlived its caller"
     listed = json.loads(run_bosun("list", "--json").stdout)["runs"]
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and listed[0]["state"] == "working":
@@ -134,14 +141,14 @@ def _interrupt_a_delegation(repo: Path, task_file: Path, sig: int, warm: bool) -
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
-def test_an_interrupted_terminated_or_killed_caller_stops_its_worker(warm, repo, task_file, sig):
-    _interrupt_a_delegation(repo, task_file, sig, warm=True)
+def test_an_interrupted_terminated_or_killed_caller_stops_its_worker(warm, isolated_home, repo, task_file, sig):
+    _interrupt_a_delegation(isolated_home, repo, task_file, sig, warm=True)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_terminated_delegation_stops_its_worker_as_on_ctrl_c(isolated_home, repo, task_file, sig):
     # A parent agent's timeout sends SIGTERM: the worker must not run on with nobody watching it.
-    _interrupt_a_delegation(repo, task_file, sig, warm=False)
+    _interrupt_a_delegation(isolated_home, repo, task_file, sig, warm=False)
 
 
 def test_a_changed_bosun_on_disk_is_never_run_warm(isolated_home, repo, task_file, tmp_path):

@@ -33,9 +33,9 @@ WARM_VERBS = frozenset({
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup",
     "recover", "cancel", "discard", "doctor", "plan", "gc",
 })
-PROTOCOL = 1
+PROTOCOL = 2
 FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
-SOCKET_NAME = "warm.sock"
+HANDSHAKE_S = 5.0  # for the warm process to fork and check the request; beyond, the command runs here
 
 
 def socket_path(home: str) -> str:
@@ -136,17 +136,23 @@ def _ask(path: str, home: str, argv: list[str], store_fd: int) -> int | None:
                    "umask": _umask(), "streams": _streams(), "home": home, "stamp": stamp()}
         payload = json.dumps(request).encode()
         try:
-            fds = [0, 1, 2, store_fd]
+            # A warm process that does not answer in time (stopped, swamped) is not waited for: the
+            # command runs here, and the fork, if it ever comes, never hears "go" and runs nothing.
+            conn.settimeout(HANDSHAKE_S)
             conn.sendmsg([len(payload).to_bytes(4, "big")],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array(fds))])
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array([store_fd]))])
             conn.sendall(payload)
             reader = conn.makefile("rb")
             first = _message(reader)
-        except OSError:
+            pid = first.get("pid") if first else None
+            if not isinstance(pid, int):
+                return None  # refused (stale, another protocol) or gone: run it here
+            # The standard streams go only with "go": in flight to a warm process that never took
+            # them, they would keep this command's pipes open after it ran here and exited.
+            conn.sendmsg([b"go\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_array([0, 1, 2]))])
+            conn.settimeout(None)
+        except OSError:  # socket.timeout included
             return None
-        pid = first.get("pid") if first else None
-        if not isinstance(pid, int):
-            return None  # refused (stale, another protocol) or gone: run it here
         return _wait(conn, reader, pid)
 
 

@@ -34,6 +34,7 @@ PRELOAD = ("bosun.cli.main", "bosun.cli.dispatch", "bosun.cli.handlers", "bosun.
 NOT_PRELOADED = ("bosun.__main__", "bosun.warm_server")
 REQUEST_TIMEOUT_S = 10.0  # a caller that connects and sends nothing: its copy gives up after this
 MAX_REQUEST = 4 << 20
+GO = b"go\n"
 MAX_COPIES = 64  # forks alive at once; beyond, a caller runs its command itself (a flood forks nothing)
 
 
@@ -240,9 +241,26 @@ class Refused(Exception):
     """The copy will not run this caller's command; the caller runs it the ordinary way."""
 
 
-def take_request(conn: socket_module.socket, server: Server) -> tuple[dict[str, object], list[int]]:
-    """Read and check the caller's request; the received descriptors (stdin, stdout, stderr, store)."""
+def _receive(conn: socket_module.socket, size: int, most: int) -> tuple[bytes, list[int]]:
+    """Up to ``size`` bytes and the descriptors sent with them (at most ``most`` kept)."""
     import array
+    import socket
+
+    data, ancillary, _flags, _addr = conn.recvmsg(size, socket.CMSG_SPACE(8 * array.array("i").itemsize))
+    fds: list[int] = []
+    for level, kind, raw in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            received = array.array("i")
+            received.frombytes(raw[: len(raw) - len(raw) % received.itemsize])
+            fds.extend(received)
+    for extra in fds[most:]:
+        os.close(extra)
+    return data, fds[:most]
+
+
+def take_request(conn: socket_module.socket, server: Server) -> dict[str, object]:
+    """Read and check the caller's request: its length, sent with bosun's store (open for writing),
+    then the request itself. The caller's standard streams come only with its "go"."""
     import json
     import socket
     import struct
@@ -250,44 +268,37 @@ def take_request(conn: socket_module.socket, server: Server) -> tuple[dict[str, 
     conn.settimeout(REQUEST_TIMEOUT_S)
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    fds: list[int] = []
-    head, ancillary, _flags, _addr = conn.recvmsg(4, socket.CMSG_SPACE(8 * array.array("i").itemsize))
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            received = array.array("i")
-            received.frombytes(data[: len(data) - len(data) % received.itemsize])
-            fds.extend(received)
+    head, fds = _receive(conn, 4, 1)
     try:
         if uid != os.getuid():
             raise Refused("another user")
-        if len(head) != 4 or len(fds) != 4:
+        if len(head) != 4 or len(fds) != 1:
             raise Refused("a malformed request")
-        _check_store_writable(fds[3], server.home)  # first: nothing else of a caller's is even read
-        size = int.from_bytes(head, "big")
-        if size > MAX_REQUEST:
-            raise Refused("a request too large")
-        payload = b""
-        while len(payload) < size:
-            chunk = conn.recv(size - len(payload))
-            if not chunk:
-                raise Refused("a request cut short")
-            payload += chunk
-        request = _well_formed(json.loads(payload))
-        from bosun.warm_client import PROTOCOL
-
-        if request.get("protocol") != PROTOCOL or request.get("home") != server.home:
-            raise Refused("another protocol or bosun home")
-        if not _same_stamp(request.get("stamp"), server.stamp):
-            raise Refused("another bosun, Python or module path")
-        stale = changed_modules(server.stamps)
-        if stale:
-            _ask_server_to_stop(server.home)
-            raise Refused("bosun or a module it uses changed on disk: " + stale[0])
-    except BaseException:
+        _check_store_writable(fds[0], server.home)  # first: nothing else of a caller's is even read
+    finally:
         for fd in fds:
             os.close(fd)
-        raise
-    return request, fds
+    size = int.from_bytes(head, "big")
+    if size > MAX_REQUEST:
+        raise Refused("a request too large")
+    payload = b""
+    while len(payload) < size:
+        chunk = conn.recv(size - len(payload))
+        if not chunk:
+            raise Refused("a request cut short")
+        payload += chunk
+    request = _well_formed(json.loads(payload))
+    from bosun.warm_client import PROTOCOL
+
+    if request.get("protocol") != PROTOCOL or request.get("home") != server.home:
+        raise Refused("another protocol or bosun home")
+    if not _same_stamp(request.get("stamp"), server.stamp):
+        raise Refused("another bosun, Python or module path")
+    stale = changed_modules(server.stamps)
+    if stale:
+        _ask_server_to_stop(server.home)
+        raise Refused("bosun or a module it uses changed on disk: " + stale[0])
+    return request
 
 
 def _well_formed(request: object) -> dict[str, object]:
@@ -331,7 +342,7 @@ def _ask_server_to_stop(home: str) -> None:
         pass
 
 
-def become_caller(request: dict[str, object], fds: list[int]) -> None:
+def become_caller(request: dict[str, object], streams: list[int]) -> None:
     """Take the caller's session-less place: its streams, environment, directory and umask."""
     import time
 
@@ -343,12 +354,13 @@ def become_caller(request: dict[str, object], fds: list[int]) -> None:
     os.environ.update(env)
     time.tzset()
     os.chdir(cwd)
-    for target, fd in enumerate(fds[:3]):
+    for target, fd in enumerate(streams):
         os.dup2(fd, target)
-    for fd in fds:
-        os.close(fd)
-    streams = request.get("streams")
-    _rebuild_streams(streams if isinstance(streams, list) else [None, None, None])
+    for fd in streams:
+        if fd > 2:
+            os.close(fd)
+    specs = request.get("streams")
+    _rebuild_streams(specs if isinstance(specs, list) else [None, None, None])
     sys.argv = ["bosun", *argv]
 
 
@@ -396,13 +408,19 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
     import traceback
 
     try:
-        request, fds = take_request(conn, server)
+        request = take_request(conn, server)
     except Refused as exc:
         _send(conn, {"refused": str(exc)})
         return 0
     except (OSError, ValueError, KeyError, TypeError):
         return 0  # the caller went away or spoke nonsense: it runs the command itself, or nothing
-    become_caller(request, fds)
+    # Two steps, so a command never runs twice: this fork offers its pid, and runs only once the
+    # caller answers "go". A caller that gave up waiting (and runs the command itself) never does.
+    _send(conn, {"pid": os.getpid()})
+    streams = _caller_says_go(conn)
+    if streams is None:
+        return 0
+    become_caller(request, streams)
     code = [1]
 
     def report_exit() -> None:  # registered first, so it runs last of the exit callbacks
@@ -416,7 +434,6 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
         _send(conn, {"exit": code[0]})
 
     atexit.register(report_exit)
-    _send(conn, {"pid": os.getpid()})
     watch_caller(conn)
     argv = request["argv"]
     assert isinstance(argv, list)
@@ -435,6 +452,22 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
         traceback.print_exc()
         code[0] = 1
     return code[0]
+
+
+def _caller_says_go(conn: socket_module.socket) -> list[int] | None:
+    """The caller's stdin, stdout and stderr, sent with its "go"; None if it gave up instead.
+
+    They come only now: descriptors in flight to a warm process that never takes them (stopped,
+    swamped) would hold the caller's pipes open after the caller ran the command itself and exited."""
+    try:
+        answer, fds = _receive(conn, len(GO), 3)
+    except OSError:
+        return None
+    if answer == GO and len(fds) == 3:
+        return fds
+    for fd in fds:
+        os.close(fd)
+    return None
 
 
 def _send(conn: socket_module.socket, message: dict[str, object]) -> None:

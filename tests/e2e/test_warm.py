@@ -198,3 +198,20 @@ def test_start_status_stop(isolated_home):
             os.kill(first["pid"], signal.SIGKILL)
         except OSError:
             pass
+
+
+def test_a_stopped_warm_process_is_not_waited_for_and_never_runs_the_command_too(warm, repo, task_file):
+    os.kill(warm["pid"], signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        done = bosun("delegate", str(task_file), "--repo", str(repo), "--json")
+        assert done.returncode == 0, done.stderr
+        assert time.monotonic() - started < 60
+    finally:
+        os.kill(warm["pid"], signal.SIGCONT)
+    # The warm process now takes the connection the caller gave up on: its fork must run nothing.
+    time.sleep(3)
+    runs = json.loads(run_bosun("list", "--json").stdout)["runs"]
+    assert [r["id"] for r in runs] == [json.loads(done.stdout)["id"]]
+    again = bosun("check", str(task_file), "--repo", str(repo), "--json")
+    assert again.returncode == 0  # and it serves the next command

@@ -96,11 +96,11 @@ def warm(sock_path: str, db: str, argv_json: str) -> None:
             fd = opener()
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.connect(sock_path)
-            payload = json.dumps({"protocol": 1, "argv": json.loads(argv_json), "cwd": os.getcwd(),
+            payload = json.dumps({"protocol": 2, "argv": json.loads(argv_json), "cwd": os.getcwd(),
                                   "env": dict(os.environ), "umask": 0o22, "streams": None, "home": "",
                                   "stamp": {}}).encode()
             conn.sendmsg([len(payload).to_bytes(4, "big")],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2, fd]).tobytes())])
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())])
             conn.sendall(payload)
             conn.settimeout(20)
             replies[name] = conn.makefile("rb").readline().decode()

@@ -132,7 +132,11 @@ def _ask(path: str, home: str, argv: list[str], store_fd: int) -> int | None:
         conn.close()
         return None
     with conn:
-        request = {"protocol": PROTOCOL, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            return None  # the working directory is gone: the ordinary path says so
+        request = {"protocol": PROTOCOL, "argv": argv, "cwd": cwd, "env": dict(os.environ),
                    "umask": _umask(), "streams": _streams(), "home": home, "stamp": stamp()}
         payload = json.dumps(request).encode()
         try:

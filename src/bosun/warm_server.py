@@ -303,14 +303,20 @@ def take_request(conn: socket_module.socket, server: Server) -> dict[str, object
 
 def _well_formed(request: object) -> dict[str, object]:
     """The request, if every field has its type: argv a list of strings, env a mapping of strings."""
+    def text(value: object) -> bool:
+        return isinstance(value, str) and "\0" not in value
+
     ok = (isinstance(request, dict)
-          and isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
+          and isinstance(request.get("argv"), list) and all(text(a) for a in request["argv"])
           and isinstance(request.get("env"), dict)
-          and all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items())
-          and isinstance(request.get("cwd"), str) and isinstance(request.get("umask"), int))
-    if not ok:
+          and all(text(k) and k and "=" not in k and text(v) for k, v in request["env"].items())
+          and text(request.get("cwd")) and isinstance(request.get("umask"), int)
+          and 0 <= request["umask"] <= 0o777)
+    if not ok or not isinstance(request, dict):
         raise Refused("a malformed request")
-    return request  # type: ignore[return-value]
+    if not os.path.isdir(request["cwd"]):
+        raise Refused("the caller's working directory is gone")
+    return request
 
 
 def _same_stamp(theirs: object, ours: dict[str, object]) -> bool:

@@ -71,7 +71,9 @@ def test_a_request_with_a_field_of_the_wrong_type_is_refused():
     good = {"argv": ["check", "t.yaml"], "env": {"A": "1"}, "cwd": "/", "umask": 18}
     assert _well_formed(good) == good
     for bad in ({**good, "argv": "check"}, {**good, "argv": [1]}, {**good, "env": {"A": 1}},
-                {**good, "cwd": None}, {**good, "umask": "18"}, ["check"], None):
+                {**good, "env": {"A=B": "1"}}, {**good, "env": {"A": "x\0y"}}, {**good, "argv": ["a\0"]},
+                {**good, "cwd": None}, {**good, "cwd": "/no/such/dir"}, {**good, "umask": "18"},
+                {**good, "umask": -1}, ["check"], None):
         with pytest.raises(Refused):
             _well_formed(bad)
 

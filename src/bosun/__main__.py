@@ -1,3 +1,3 @@
-from bosun.cli.main import main
+from bosun.launch import main
 
 raise SystemExit(main())

@@ -105,14 +105,21 @@ def sha256(data: bytes = b"") -> Any:
     return builtin(data)
 
 
-def import_argparse_and_pathlib() -> None:
-    stand_ins: dict[str, dict[str, Any] | None] = {
-        "gettext": {"gettext": _gettext, "ngettext": _ngettext},
-        "urllib.parse": {"quote_from_bytes": _quote_from_bytes},
-    }
+def _pathlib_stand_ins() -> dict[str, dict[str, Any] | None]:
+    stand_ins: dict[str, dict[str, Any] | None] = {"urllib.parse": {"quote_from_bytes": _quote_from_bytes}}
     if sys.platform != "win32":
         stand_ins.update({"nt": None, "_winapi": None})
+    return stand_ins
+
+
+def import_argparse_and_pathlib() -> None:
+    stand_ins = _pathlib_stand_ins()
+    stand_ins["gettext"] = {"gettext": _gettext, "ngettext": _ngettext}
     _lean(("argparse", "pathlib"), stand_ins)
+
+
+def import_pathlib() -> None:
+    _lean(("pathlib",), _pathlib_stand_ins())
 
 
 def import_sqlite3() -> None:

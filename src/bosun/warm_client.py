@@ -44,11 +44,11 @@ def socket_path(home: str) -> str:
     A Unix socket's path is limited to ~107 bytes, so it is not inside the home (a deep temporary
     directory would not fit) but in ``$XDG_RUNTIME_DIR/bosun`` or ``/tmp/bosun-<uid>``, named by a
     hash of the home."""
-    import hashlib
+    from bosun.lean_imports import sha256  # hashlib would load OpenSSL
 
     base = os.environ.get("XDG_RUNTIME_DIR", "")
     root = os.path.join(base, "bosun") if os.path.isabs(base) else f"/tmp/bosun-{os.getuid()}"
-    return os.path.join(root, hashlib.sha256(home.encode()).hexdigest()[:20] + ".sock")
+    return os.path.join(root, sha256(home.encode()).hexdigest()[:20] + ".sock")
 
 
 def private_dir_ok(path: str) -> bool:
@@ -63,9 +63,11 @@ def private_dir_ok(path: str) -> bool:
 
 
 def validating(argv: list[str]) -> bool:
-    """Whether ``argv`` runs a validating verb (not its help)."""
+    """Whether ``argv`` runs a validating verb (not its help, not a plan verb that only reads)."""
     words = [a for a in argv if not a.startswith("-")]
-    return bool(words) and words[0] in WARM_VERBS and "--help" not in argv and "-h" not in argv
+    if not words or words[0] not in WARM_VERBS or "--help" in argv or "-h" in argv:
+        return False
+    return not (words[0] == "plan" and words[1:2] in (["list"], ["status"], ["watch"]))
 
 
 def eligible(argv: list[str]) -> bool:
@@ -106,6 +108,9 @@ def run(argv: list[str]) -> int | None:
     if not eligible(argv):
         return None
     try:
+        from bosun.lean_imports import import_pathlib
+
+        import_pathlib()  # before bosun.paths: without urllib.parse and the Windows modules
         from bosun.paths import bosun_home, db_path
 
         home = str(bosun_home())

@@ -14,7 +14,7 @@ SRC = ROOT / "src" / "bosun"
 # Highest first. A module may import its own layer or any layer below it, never one above.
 # The unit of a module is its package under bosun (``engine``) or, for a top-level module, its name.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("entry", {"__main__", "cli", "warm_server"}),
+    ("entry", {"__main__", "cli", "warm_server", "launch"}),
     ("apps", {"mcp", "web", "doctor", "models", "skills", "savings", "savings_report", "watch", "replay"}),
     ("plans", {"plans"}),
     ("engine", {"engine", "history", "notify", "metrics", "results", "verification", "parents"}),

@@ -98,3 +98,29 @@ def test_the_socket_path_fits_and_differs_per_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert Path(warm_client.socket_path(deep)).parent == tmp_path / "bosun"
     assert Server(deep, 60).path == warm_client.socket_path(deep)
+
+
+def test_plan_verbs_that_only_read_stay_on_their_fast_path():
+    assert warm_client.validating(["plan", "run", "plan.yaml"])
+    for verb in ("list", "status", "watch"):
+        assert not warm_client.validating(["plan", verb, "--json"])
+
+
+def test_asking_the_warm_process_loads_nothing_heavy(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "bosun.db").write_bytes(b"")
+    (tmp_path / "run" / "bosun").mkdir(parents=True, mode=0o700)
+    code = ("import sys, json; import bosun.warm_client as w; w.run(['check', 't.yaml']); "
+            "print(json.dumps(sorted(sys.modules)))")
+    env = {**os.environ, "BOSUN_HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    env.pop("BOSUN_WARM", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    loaded = set(json.loads(out))
+    assert "socket" in loaded  # it did try to connect
+    heavy = {"argparse", "urllib.parse", "hashlib", "subprocess", "pydantic", "typing", "ipaddress", "bosun.cli"}
+    assert not loaded & heavy, sorted(loaded & heavy)

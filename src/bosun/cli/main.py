@@ -330,8 +330,11 @@ def _secret_flag(p: argparse.ArgumentParser) -> None:
 READ_ONLY_VERBS = ("show", "diff", "list", "schema", "template", "history", "workers", "models", "savings")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away."""
+def main(argv: Sequence[str] | None = None, *, warm_tried: bool = False) -> int:
+    """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away.
+
+    ``argv`` None: the process's command line (``warm_tried``: bosun.launch already offered it to
+    the warm process)."""
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line and not reads_only(argv):
@@ -340,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bosun.warm_client import run as run_warm
         from bosun.warm_client import validating
 
-        code = run_warm(argv)
+        code = None if warm_tried else run_warm(argv)
         if code is not None:
             return code
         if validating(argv):  # the verbs that run workers and verification (servers keep their own)

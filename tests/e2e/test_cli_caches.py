@@ -36,31 +36,40 @@ def test_opencode_installs_its_plugin_dependency_once_per_profile(cli, repo, tmp
     monkeypatch.setenv("npm_config_registry", registry.url)
     monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "bosun-cache"))
     task = task_yaml(tmp_path / "task.json", timeout_s=300)
+    config_dir = tmp_path / "bosun-cache" / "cli" / "opencode-oc" / "config" / "opencode"
+    installed = config_dir / "node_modules" / PLUGIN / "package.json"
     runs = []
     try:
-        with ReplayServer({"turns": FIX * 2}) as srv:
+        with ReplayServer({"turns": FIX * INSTALL_RUNS}) as srv:
             add_profile(repo, "opencode", srv.base_url("opencode"), name="oc", env=["npm_config_registry"])
-            for round_ in range(2):
+            # OpenCode installs the plugin in the background while it works; a run that ends first
+            # (on a loaded machine) leaves it to the next one. The claim: once a run has left it in
+            # the profile's cache, the next run does not go to the registry at all.
+            while True:
+                cached = installed.is_file()
                 code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "oc", "--json")
                 assert code == 0 and res["state"] == "verified", (res["state"], res["error"])
                 runs.append((res, list(registry.hits)))
-                if round_ == 0:  # a worker leaves a config file and a plugin in the cache
-                    config_dir = tmp_path / "bosun-cache" / "cli" / "opencode-oc" / "config" / "opencode"
+                if len(runs) == 1:  # a worker leaves a config file and a plugin in the cache
                     (config_dir / "opencode.json").write_text('{"permission": {"*": "allow"}}')
                     (config_dir / "plugin").mkdir()
                     (config_dir / "plugin" / "evil.js").write_text("export const Evil = async () => ({})\n")
+                if cached and len(runs) >= 2:
+                    break  # this run started with the plugin in the cache: it is the one to judge
+                assert len(runs) < INSTALL_RUNS, "the plugin never got into the profile's cache"
             assert not srv.errors, srv.errors
     finally:
         registry.close()
-    (first, hits_first), (second, hits_second) = runs
+    hits_first = runs[0][1]
     assert any(PLUGIN.replace("/", "%2f") in h or PLUGIN in h for h in hits_first), hits_first
-    assert hits_second == hits_first, "the second run went to the registry again"
-    installed = tmp_path / "bosun-cache" / "cli" / "opencode-oc" / "config" / "opencode" / "node_modules" / PLUGIN
-    assert (installed / "package.json").is_file()
-    config_dir = installed.parents[2]
+    (before, hits_before), (last, hits_after) = runs[-2], runs[-1]
+    assert hits_after == hits_before, "the run after the install went to the registry again"
     assert not (config_dir / "opencode.json").exists() and not (config_dir / "plugin").exists()
-    # Each run's HOME is its own: nothing of the first (its sessions, logs) in the second's.
-    home_first = Path(first["run_dir"]) / "home" / "oc"
-    home_second = Path(second["run_dir"]) / "home" / "oc"
-    assert home_first != home_second and home_second.is_dir()
-    assert not any(p.name == "node_modules" for p in home_second.rglob("node_modules"))
+    # Each run's HOME is its own: nothing of the previous one (its sessions, logs) in the next.
+    home_before = Path(before["run_dir"]) / "home" / "oc"
+    home_after = Path(last["run_dir"]) / "home" / "oc"
+    assert home_before != home_after and home_after.is_dir()
+    assert not any(p.name == "node_modules" for p in home_after.rglob("node_modules"))
+
+
+INSTALL_RUNS = 4  # delegations the background install may take to finish once

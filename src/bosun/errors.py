@@ -31,6 +31,11 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def interrupted_exit_code(exc: KeyboardInterrupt) -> int:
+    """128 + the signal's number, as a shell reports it: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + getattr(exc, "signum", 2)
+
+
 def raise_on_termination() -> None:
     """In the main thread of a command-line process: SIGTERM and SIGHUP raise ``Terminated``."""
     import signal

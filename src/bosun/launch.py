@@ -19,7 +19,7 @@ def main() -> int:
         return code
     from bosun.cli.main import main as cli_main
 
-    return cli_main(warm_tried=True)
+    return cli_main()
 
 
 if __name__ == "__main__":

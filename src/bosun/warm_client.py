@@ -6,7 +6,7 @@ has them imported: it forks a copy of itself per command, and the copy runs the 
 this process would have, with this process's arguments, environment, working directory, umask and
 standard streams (passed as file descriptors). This process only waits: it forwards the signals it
 gets (Ctrl-C, SIGTERM, SIGHUP) to the copy and exits with the copy's exit code. When it dies, the
-copy sees its connection close and stops as on SIGTERM.
+copy sees its connection close and stops as on Ctrl-C.
 
 Nothing goes to the warm process unless this process can write bosun's store itself: it opens the
 store's database for writing and passes that descriptor along, and the copy checks it is that file,
@@ -22,10 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-
-TYPE_CHECKING = False  # typing's would cost start-up
-if TYPE_CHECKING:
-    import socket as socket_module
 
 # The verbs that validate a task or settings, and so pay for pydantic. The rest start fast anyway
 # (read-only verbs) or are long-running servers that gain nothing (mcp, dash, agent, watch).
@@ -162,7 +158,7 @@ def _ask(path: str, home: str, argv: list[str], store_fd: int) -> int | None:
             conn.settimeout(None)
         except OSError:  # socket.timeout included
             return None
-        return _wait(conn, reader, pid)
+        return _wait(reader, pid)
 
 
 def _umask() -> int:
@@ -190,7 +186,7 @@ def _message(reader: object) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def _wait(conn: socket_module.socket, reader: object, pid: int) -> int:
+def _wait(reader: object, pid: int) -> int:
     """Forward signals to the copy until it reports its exit code."""
     import signal
 
@@ -207,16 +203,10 @@ def _wait(conn: socket_module.socket, reader: object, pid: int) -> int:
         signum = getattr(signal, name)
         if signal.getsignal(signum) != signal.SIG_IGN:  # ignored here (a background job): ignored there too
             signal.signal(signum, forward)
-    while True:
-        try:
-            message = _message(reader)
-        except InterruptedError:
-            continue
-        code = message.get("exit") if message is not None else None
+    while (message := _message(reader)) is not None:  # a forwarded signal does not end the read
+        code = message.get("exit")
         if isinstance(code, int):
             return code
-        if message is None:
-            break
     # The copy ended without an exit code: a signal it did not handle killed it. If this process
     # forwarded one, end the same way, as the command run here would have.
     for signum in reversed(forwarded):

@@ -22,6 +22,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket as socket_module
+    import threading
 
 # Imported before the first fork; every copy starts with them: every module of these packages (the
 # engine, the workers, isolation, the sandbox, the store, the gates, plans) and bosun's top-level
@@ -96,6 +97,7 @@ class Server:
         self.home = home
         self.idle_s = idle_s
         self.path = socket_path(home)
+        self.db = os.path.join(home, "bosun.db")  # paths.db_path() of this home
         self.stamp = stamp()
         self.stamps: dict[str, tuple[int, int]] = {}
         self.children: set[int] = set()
@@ -274,7 +276,7 @@ def take_request(conn: socket_module.socket, server: Server) -> dict[str, object
             raise Refused("another user")
         if len(head) != 4 or len(fds) != 1:
             raise Refused("a malformed request")
-        _check_store_writable(fds[0], server.home)  # first: nothing else of a caller's is even read
+        _check_store_writable(fds[0], server.db)  # first: nothing else of a caller's is even read
     finally:
         for fd in fds:
             os.close(fd)
@@ -326,13 +328,13 @@ def _same_stamp(theirs: object, ours: dict[str, object]) -> bool:
     return all(theirs.get(k) == ours.get(k) for k in ("executable", "flags", "package", "path"))
 
 
-def _check_store_writable(fd: int, home: str) -> None:
+def _check_store_writable(fd: int, db: str) -> None:
     """The caller sent bosun's store open for writing: it could do what the copy will do itself."""
     import fcntl
 
     try:
         theirs = os.fstat(fd)
-        ours = os.stat(os.path.join(home, "bosun.db"))
+        ours = os.stat(db)
         mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
     except OSError as exc:
         raise Refused(f"the store could not be checked ({exc})") from exc
@@ -385,9 +387,9 @@ def _rebuild_streams(specs: list[object]) -> None:
         setattr(sys, name, stream)  # the originals are the warm process's own (its log)
 
 
-def watch_caller(conn: socket_module.socket) -> None:
-    """When the caller goes away (killed), stop as on Ctrl-C: the run is left recoverable and its
-    worker is stopped, not orphaned."""
+def watch_caller(conn: socket_module.socket, finished: threading.Event) -> None:
+    """When the caller goes away (killed) before the command has ``finished``, stop as on Ctrl-C:
+    the run is left recoverable and its worker is stopped, not orphaned."""
     import signal
     import threading
 
@@ -398,19 +400,15 @@ def watch_caller(conn: socket_module.socket) -> None:
                 pass
         except OSError:
             pass
-        if not finished:
+        if not finished.is_set():
             os.kill(os.getpid(), signal.SIGINT)
 
-    finished: list[bool] = []
     threading.Thread(target=wait, name="bosun-warm-caller", daemon=True).start()
-    _finished[:] = [finished]
-
-
-_finished: list[list[bool]] = []
 
 
 def run_copy(conn: socket_module.socket, server: Server) -> int:
     import atexit
+    import threading
     import traceback
 
     try:
@@ -428,10 +426,10 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
         return 0
     become_caller(request, streams)
     code = [1]
+    finished = threading.Event()
 
     def report_exit() -> None:  # registered first, so it runs last of the exit callbacks
-        if _finished:
-            _finished[0].append(True)
+        finished.set()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -440,12 +438,12 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
         _send(conn, {"exit": code[0]})
 
     atexit.register(report_exit)
-    watch_caller(conn)
+    watch_caller(conn, finished)
     argv = request["argv"]
     assert isinstance(argv, list)
     try:
         from bosun.cli.main import main
-        from bosun.errors import raise_on_termination
+        from bosun.errors import interrupted_exit_code, raise_on_termination
 
         raise_on_termination()  # as the command run the ordinary way does
 
@@ -453,7 +451,7 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
     except SystemExit as exc:
         code[0] = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt as exc:
-        code[0] = 128 + getattr(exc, "signum", 2)
+        code[0] = interrupted_exit_code(exc)
     except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, exit 1
         traceback.print_exc()
         code[0] = 1

@@ -55,14 +55,14 @@ def test_the_store_must_be_sent_open_for_writing_and_be_the_store(tmp_path):
     other.write_bytes(b"sqlite")
     fd = os.open(db, os.O_RDWR)
     try:
-        _check_store_writable(fd, str(home))
+        _check_store_writable(fd, str(db))
     finally:
         os.close(fd)
     for path, flags in ((db, os.O_RDONLY), (db, os.O_WRONLY), (other, os.O_RDWR)):
         fd = os.open(path, flags)
         try:
             with pytest.raises(Refused):
-                _check_store_writable(fd, str(home))
+                _check_store_writable(fd, str(db))
         finally:
             os.close(fd)
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from bosun.cli.render import emit_json, print_error
-from bosun.errors import BadInput, BosunError
+from bosun.errors import BadInput, BosunError, interrupted_exit_code
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return err.exit_code
     except KeyboardInterrupt as exc:
         sys.stderr.write(interrupted_message(args) + "\n")
-        return 128 + getattr(exc, "signum", 2)  # 130 for Ctrl-C, 143 for SIGTERM, as a shell reports
+        return interrupted_exit_code(exc)
 
 
 def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:

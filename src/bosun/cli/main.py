@@ -330,22 +330,16 @@ def _secret_flag(p: argparse.ArgumentParser) -> None:
 READ_ONLY_VERBS = ("show", "diff", "list", "schema", "template", "history", "workers", "models", "savings")
 
 
-def main(argv: Sequence[str] | None = None, *, warm_tried: bool = False) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """The one CLI boundary: parse, dispatch, and end quietly when the reader of stdout went away.
 
-    ``argv`` None: the process's command line (``warm_tried``: bosun.launch already offered it to
-    the warm process)."""
+    ``argv`` None: the process's command line, which bosun.launch has already offered to the warm
+    process."""
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line and not reads_only(argv):
-        # A validating command runs in the warm process when one serves this bosun home (see
-        # warm_client); in-process callers (tests, the warm process's own copies) never go there.
-        from bosun.warm_client import run as run_warm
         from bosun.warm_client import validating
 
-        code = None if warm_tried else run_warm(argv)
-        if code is not None:
-            return code
         if validating(argv):  # the verbs that run workers and verification (servers keep their own)
             from bosun.errors import raise_on_termination
 

@@ -19,8 +19,7 @@ from pathlib import Path
 from bosun.errors import BadInput, Conflict
 from bosun.isolation.git import GitError, git, git_path, tree_of
 from bosun.isolation.snapshot import BOSUN_EMAIL, BOSUN_NAME, NO_SPLIT_INDEX
-
-_RUN_BRANCH = re.compile(r"^bosun/[a-z0-9][a-z0-9-]{2,63}$")
+from bosun.paths import RUN_ID_RE
 
 
 def branch_exists(repo: Path | str, branch: str) -> bool:
@@ -44,7 +43,7 @@ def create_worktree(repo: Path | str, path: Path, branch: str, start: str) -> No
     """
     # Checked as a full ref name: --branch would expand "@{-1}" and friends. A run's own branch
     # (bosun/ and a run id: lower-case letters, digits and dashes) is valid by construction.
-    valid = _RUN_BRANCH.match(branch) is not None or git(
+    valid = (branch.startswith("bosun/") and RUN_ID_RE.match(branch[len("bosun/"):]) is not None) or git(
         ["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
     if not valid or branch.startswith("-"):
         raise BadInput(f"'{branch}' is not a valid branch name", "pick a name git accepts as a branch")

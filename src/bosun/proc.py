@@ -63,6 +63,10 @@ KILL_GRACE_S = 1.0
 POLL_S = 0.05
 
 
+# How long a short trusted command (git plumbing, mostly) may take before it counts as hung.
+QUICK_TIMEOUT_S = 120
+
+
 def allowlisted_env(
     extra_keys: Iterable[str] = (),
     overrides: Mapping[str, str] | None = None,
@@ -91,7 +95,7 @@ def run_quick(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     input: str | bytes | None = None,
-    timeout: float | None = 120,
+    timeout: float | None = QUICK_TIMEOUT_S,
     text: bool = True,
 ) -> QuickResult:
     """Run a short trusted command and capture its output (no shell, ever)."""

@@ -431,3 +431,45 @@ def test_fast_forward_refuses_during_a_merge_in_progress(repo: Path, tmp_path: P
     with pytest.raises(Conflict, match="could not update your working tree"):
         fast_forward_user_branch(repo, "main", old, new)
     assert user_state(repo) == before
+
+
+def test_a_gitlink_the_worker_moves_is_refused(repo: Path, tmp_path: Path) -> None:
+    """A submodule entry of the start tree whose directory the worker makes a repository at another
+    commit: ``add -u`` records the new commit as the gitlink, and the scan refuses it."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    run(sub, "init", "-q")
+    (sub / "x").write_text("x\n")
+    first = commit_all(sub, "one")
+    run(repo, "update-index", "--add", "--cacheinfo", f"160000,{first},vendored")
+    run(repo, "commit", "-qm", "a submodule entry")
+    start = run(repo, "rev-parse", "HEAD")
+    wt = tmp_path / "runs" / "r2" / "wt"
+    create_worktree(repo, wt, "bosun/r2", start)
+    assert scan(view(wt, start, tmp_path / "scratch-clean")).problems == []
+    (wt / "vendored").rmdir()
+    shutil.copytree(sub, wt / "vendored")
+    (wt / "vendored" / "x").write_text("moved\n")
+    commit_all(wt / "vendored", "two")
+    problems = scan(view(wt, start, tmp_path / "scratch-clean")).problems
+    assert [p.code for p in problems] == ["NESTED_REPOSITORY"]
+    assert "vendored" in problems[0].detail
+
+
+def test_the_start_trees_ignore_files_decide_what_is_left_out(repo: Path, tmp_path: Path) -> None:
+    """Every ``.gitignore`` of the start tree counts, each anchored at its own directory, deeper ones
+    winning; one the worker writes counts for nothing."""
+    (repo / "sub" / "deep").mkdir(parents=True)
+    (repo / "sub" / ".gitignore").write_text("*.tmp\n/only-here.txt\n")
+    (repo / "sub" / "deep" / ".gitignore").write_text("!wanted.tmp\n")
+    (repo / "sub" / "deep" / "tracked.txt").write_text("t\n")
+    start = commit_all(repo, "nested ignore files")
+    wt = tmp_path / "runs" / "r3" / "wt"
+    create_worktree(repo, wt, "bosun/r3", start)
+    for rel in ("a.log", "sub/b.tmp", "c.tmp", "sub/only-here.txt", "sub/deep/only-here.txt",
+                "sub/deep/x.tmp", "sub/deep/wanted.tmp", "new/.gitignore", "new/hidden.txt"):
+        (wt / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wt / rel).write_text("written by the worker\n")
+    (wt / "new" / ".gitignore").write_text("hidden.txt\n")
+    paths = sorted(c.path for c in changed_files(wt, start, tmp_path / "scratch-ignore"))
+    assert paths == ["c.tmp", "new/.gitignore", "new/hidden.txt", "sub/deep/only-here.txt", "sub/deep/wanted.tmp"]

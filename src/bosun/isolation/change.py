@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,10 +155,11 @@ class View:
         return env
 
     def git(self, args: list[str], *, input: bytes | None = None, check: bool = True,
-            index: Path | None = None) -> bytes:
+            index: Path | None = None, env: Mapping[str, str] | None = None) -> bytes:
         """Run git on the view; stdout as bytes. Never honours the worktree's ``.git``.
-        ``index`` selects another index file than the view's own (for trees built aside)."""
-        env = self.env({"GIT_INDEX_FILE": str(index)} if index is not None else None)
+        ``index`` selects another index file than the view's own (for trees built aside); ``env``
+        overrides some of the view's variables."""
+        env = self.env({**(env or {}), **({"GIT_INDEX_FILE": str(index)} if index is not None else {})})
         res = proc.run_quick(["git", *args], cwd=self.worktree, env=env, input=input, text=False)
         if check and res.returncode != 0:
             stderr = res.stderr.decode("utf-8", "replace") if isinstance(res.stderr, bytes) else res.stderr
@@ -194,8 +196,6 @@ def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: 
     (gd / "info" / "attributes").write_text(_ATTRIBUTES)
     gitfile = worktree / ".git"
     view.gitfile_record.write_bytes(gitfile.read_bytes() if gitfile.is_file() else b"")
-    excludes = start_excludes(view, user_exclude.read_text("utf-8", "replace") if user_exclude.is_file() else "")
-    view.excludes.write_text(excludes)
     seed_index = git_path(worktree, "index") if seed else None
     if seed_index is not None and seed_index.is_file():
         shutil.copyfile(seed_index, gd / "index")
@@ -204,6 +204,9 @@ def create_view(run_dir: Path, worktree: Path, repo: Path, start: str, *, seed: 
             (gd / "index").unlink(missing_ok=True)
     if not (gd / "index").is_file():
         view.git(["read-tree", start])
+    # The index holds exactly the start tree now (checked above), so its .gitignore entries are the tree's.
+    excludes = start_excludes(view, user_exclude.read_text("utf-8", "replace") if user_exclude.is_file() else "")
+    view.excludes.write_text(excludes)
     return view
 
 
@@ -224,19 +227,21 @@ def _escape_pattern(path: str) -> str:
 def start_excludes(view: View, user_exclude: str = "") -> str:
     """One root-anchored exclude file equivalent to the start tree's ``.gitignore`` files.
 
-    Files are concatenated shallow to deep, so a deeper file's rules come later and win, as git's own
+    Read from the view's index, which holds exactly the start tree when this runs (a pathspec picks
+    the few ``.gitignore`` entries out of tens of thousands without listing the tree). Files are
+    concatenated shallow to deep, so a deeper file's rules come later and win, as git's own
     precedence has it; within a file the last matching line wins in both.
     """
-    listing = view.git(["ls-tree", "-r", "-z", "--full-tree", view.start])
+    listing = view.git(["ls-files", "-s", "-z", "--", ":(glob).gitignore", ":(glob)**/.gitignore"],
+                       env={"GIT_LITERAL_PATHSPECS": "0"})
     files: list[tuple[str, str]] = []
     for rec in listing.split(b"\0"):
-        # Only .gitignore records are decoded (a large tree has tens of thousands of others).
-        if not (rec.endswith(b"/.gitignore") or rec.endswith(b"\t.gitignore")):
+        if not rec:
             continue
         meta, path = rec.split(b"\t", 1)
-        _mode, kind, sha = meta.split(b" ")
+        mode, sha, _stage = meta.split(b" ")
         name = os.fsdecode(path)
-        if kind == b"blob" and (name == ".gitignore" or name.endswith("/.gitignore")):
+        if mode in (b"100644", b"100755") and (name == ".gitignore" or name.endswith("/.gitignore")):
             files.append((name, sha.decode()))
     files.sort(key=lambda item: (item[0].count("/"), item[0]))
     out = ["# bosun: ignore rules of the start tree, anchored at the root"]
@@ -279,8 +284,8 @@ class Change:
 def scan(view: View) -> Change:
     """Build the change from the worktree's bytes. Never trusts anything the worker wrote about them."""
     tree, problems = scan_tree(view)
-    return Change(tree, tree_diff(view, view.start, tree), tree_changes(view, view.start, tree),
-                  problems + _gitlink_problems(view, tree))
+    changes = tree_changes(view, view.start, tree)
+    return Change(tree, tree_diff(view, view.start, tree), changes, problems + _gitlink_problems(changes))
 
 
 def scan_tree(view: View) -> tuple[str, list[Problem]]:
@@ -332,15 +337,9 @@ def restore_pointer(view: View) -> bool:
     return True
 
 
-def _gitlink_problems(view: View, tree: str) -> list[Problem]:
-    raw = view.git(["diff-tree", "-r", "-z", "--no-renames", view.start, tree])
-    out = []
-    tokens = raw.split(b"\0")
-    for i in range(0, len(tokens) - 1, 2):
-        meta, path = tokens[i], tokens[i + 1]
-        if meta.startswith(b":") and b"160000" in meta.split(b" ")[:2]:
-            out.append(Problem("NESTED_REPOSITORY", f"{os.fsdecode(path)} changed as a gitlink (a repository inside the tree)"))
-    return out
+def _gitlink_problems(changes: list[FileChange]) -> list[Problem]:
+    return [Problem("NESTED_REPOSITORY", f"{c.path} changed as a gitlink (a repository inside the tree)")
+            for c in changes if c.new_mode == "160000"]
 
 
 def tree_diff(view: View, a: str, b: str) -> bytes:
@@ -404,28 +403,74 @@ def blob_bytes(view: View, tree: str, path: str) -> bytes | None:
 def materialize(view: View, tree: str) -> None:
     """Make the worktree hold exactly ``tree``: differing files rewritten from blobs, all else removed.
 
-    ``read-tree --reset -u`` compares every entry's stat data with the disk (racily-clean entries by
-    content) and rewrites what differs; ``clean -ffdx`` removes every file the tree does not hold,
-    ignored ones included, except the paths set-up owns (``environment``). A nested repository is refused
-    before this point.
+    When the view's index already holds ``tree`` (it does right after a scan, and after verify
+    commands that ran on the tree materialized before them), ``diff-files`` compares every entry's
+    stat data with the disk (racily-clean entries by content; a path under a directory that became a
+    symlink counts as gone) and only what differs is written again from the index's blobs. Otherwise
+    ``read-tree --reset -u`` moves the index and the disk to ``tree``, with the same comparison.
+    ``clean -ffdx`` then removes every file the tree does not hold, ignored ones included, except the
+    paths set-up owns (``environment``), and every ``.git`` below the top goes. A nested repository is
+    refused before this point.
     """
-    view.git(["read-tree", "--reset", "-u", tree])
+    if view.git(["write-tree"], check=False).strip().decode() == tree:
+        _rewrite_differing(view)
+        walked = True
+    else:
+        view.git(["read-tree", "--reset", "-u", tree])
+        walked = False
     keep = [arg for pattern in view.environment_patterns() for arg in ("-e", pattern)]
     view.git(["clean", "-ffdxq", *keep])
-    _remove_nested_git_entries(view.worktree)
+    if not walked:
+        _remove_nested_git_entries(view.worktree)
+
+
+def _rewrite_differing(view: View) -> None:
+    """Write again, from the index, every tracked file whose disk entry is not the index's (changed,
+    gone, of another type or mode), and record the new stat data: the index is the tree already, so
+    only the disk moves. One stat pass instead of ``read-tree``'s tree walk and index rebuild.
+
+    The stray ``.git`` entries are removed while ``diff-files`` runs: it only reads, a tree never
+    holds a ``.git``, and nothing after this creates one (``checkout-index`` writes tree paths,
+    ``clean`` only removes).
+    """
+    args = ["diff-files", "--name-only", "-z", "--ignore-submodules=none"]
+    comparing = subprocess.Popen(["git", *args], cwd=view.worktree, env=view.env(), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _remove_nested_git_entries(view.worktree)
+        differing, stderr = comparing.communicate(timeout=proc.QUICK_TIMEOUT_S)
+    finally:
+        if comparing.returncode is None:  # the walk failed or git hung: it is not left running
+            comparing.kill()
+            comparing.communicate()
+    if comparing.returncode != 0:
+        raise GitError.from_failure(args, comparing.returncode, stderr.decode("utf-8", "replace"), view.worktree)
+    if differing.strip(b"\0"):
+        view.git(["checkout-index", "-f", "-u", "-z", "--stdin"], input=differing)
 
 
 def _remove_nested_git_entries(worktree: Path) -> None:
     """git never lists nor cleans an entry named ``.git``, and a tree cannot hold one: any below the
-    top is the worker's (a stray gitfile, say) and goes, so the directory is exactly the tree."""
-    for dirpath, dirs, files in os.walk(worktree):
-        if dirpath == str(worktree):
-            dirs[:] = [d for d in dirs if d != ".git"]
+    top is the worker's (a stray gitfile, say) and goes, so the directory is exactly the tree.
+    One ``scandir`` per directory, symlinks never followed (the d_type of each entry, no stat)."""
+    top = str(worktree)
+    pending = [top]
+    while pending:
+        where = pending.pop()
+        try:
+            with os.scandir(where) as entries:
+                for entry in entries:
+                    if entry.name == ".git":
+                        if where != top:
+                            _remove_entry(Path(entry.path))
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
             continue
-        for name in [n for n in (*dirs, *files) if n == ".git"]:
-            target = Path(dirpath) / name
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                target.unlink(missing_ok=True)
-        dirs[:] = [d for d in dirs if d != ".git"]
+
+
+def _remove_entry(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target, ignore_errors=True)
+    else:
+        target.unlink(missing_ok=True)

@@ -21,6 +21,14 @@ is <= 0.3 s.
 
 ``--warm`` adds, each round, the pooled delegate through ``bosun warm`` (after a new commit of its own).
 
+Each round also times *git alone*: the git commands that bosun's checks cannot do without, run bare
+one after another on a worktree of the pooled repository moved to the same base (untimed resets
+between rounds): the user's ``status`` (their uncommitted work is carried), the move to the new base,
+the scan (``add -u``, the untracked listing, ``write-tree``), the ``clean`` before the verify commands,
+and after them ``diff-files`` and ``clean`` again. It leaves out everything else a delegate does (the
+worker's sandbox, the walk for stray ``.git`` entries, records, gates), so it is a lower bound of the
+overhead on this machine's disk.
+
     .venv/bin/python bench/pool.py [--sizes 100 20000] [--rounds 3] [--warm]
 """
 
@@ -121,6 +129,26 @@ def worktree_add(repo: Path, env: dict[str, str], tmp: Path, k: int) -> float:
     return time.perf_counter() - t0
 
 
+def git_alone(repo: Path, wt: Path, env: dict[str, str]) -> float:
+    """The git passes a pooled delegate needs, bare and in sequence, with the worker's one-line edit."""
+    head = _git(repo, env, "rev-parse", "HEAD").strip()
+    settle()
+    t0 = time.perf_counter()
+    _git(repo, env, "--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
+    _git(wt, env, "checkout", "--quiet", "--detach", head)
+    with open(wt / "README.md", "a") as fh:
+        fh.write("touched by the benchmark\n")
+    _git(wt, env, "add", "-u", "--", ".")
+    _git(wt, env, "ls-files", "-z", "--others", "--exclude-standard")
+    _git(wt, env, "write-tree")
+    _git(wt, env, "clean", "-ffdxq")
+    _git(wt, env, "diff-files", "--name-only", "-z")
+    _git(wt, env, "clean", "-ffdxq")
+    took = time.perf_counter() - t0
+    _git(wt, env, "reset", "--quiet", "--hard")  # untimed: the next round starts clean
+    return took
+
+
 def new_base(repo: Path, env: dict[str, str], k: int) -> None:
     (repo / "README.md").write_text(f"# Generated benchmark repository, round {k}\n")
     _git(repo, env, "commit", "-qam", f"round {k}")
@@ -136,6 +164,8 @@ def measure(n: int, rounds: int, tmp: Path, warm: bool = False) -> dict[str, lis
     fresh_repo = make_repo(base / "fresh", n, env, mark, pool=0)
     pool_repo = make_repo(base / "pooled", n, env, mark, pool=1)
     _bosun(env, "pool", "warm", "--repo", str(pool_repo))
+    floor_wt = base / "git-alone"
+    _git(pool_repo, env, "worktree", "add", "--quiet", "--detach", str(floor_wt), "HEAD")
     if warm:
         subprocess.run([*startup.bosun_argv(), "warm", "start"], env=env, capture_output=True, check=True)
     # Untimed: page cache, bytecode, the pool's first lease (and the warm process's first fork).
@@ -144,13 +174,14 @@ def measure(n: int, rounds: int, tmp: Path, warm: bool = False) -> dict[str, lis
         _bosun(env, "discard", out["id"])
     raw: dict[str, list[float]] = {k: [] for k in ("worktree_add", "bare", "fresh_to_worker", "fresh_total",
                                                    "pool_to_worker", "pool_total", "pool_give_back",
-                                                   "warm_to_worker", "warm_total")}
+                                                   "warm_to_worker", "warm_total", "git_alone")}
     fresh_runs = []
     for k in range(rounds):
         new_base(fresh_repo, env, k)
         new_base(pool_repo, env, k)
         raw["worktree_add"].append(worktree_add(fresh_repo, env, base, k))
         raw["bare"].append(bare(mark, base))
+        raw["git_alone"].append(git_alone(pool_repo, floor_wt, env))
         to_worker, total, out = delegate(fresh_repo, task, env, mark)
         raw["fresh_to_worker"].append(to_worker)
         raw["fresh_total"].append(total)
@@ -208,6 +239,7 @@ def report(results: dict[int, dict[str, list[float]]]) -> str:
             ("overhead without pool (total - bare)", fresh_over),
             ("overhead without pool less the round's bare `git worktree add`", fresh_over_add),
             ("overhead with pool (total - bare)", pool_over),
+            ("git alone: the passes bosun's checks need, bare, in sequence (a lower bound)", raw["git_alone"]),
         ]
         warm_over = [t - b for t, b in zip(raw["warm_total"], raw["bare"], strict=False)]
         if raw["warm_total"]:
@@ -225,6 +257,8 @@ def report(results: dict[int, dict[str, list[float]]]) -> str:
                          f"{med([p / a for p, a in zip(raw['warm_to_worker'], add, strict=True)]):.2f}; overhead "
                          f"{med(warm_over) * 1000:.0f} ms (target <= {TARGET_S * 1000:.0f} ms: "
                          f"{'met' if med(warm_over) <= TARGET_S else 'not met'})")
+        lines.append(f"git alone, the lower bound of the overhead on this disk: median {med(raw['git_alone']) * 1000:.0f} ms "
+                     f"(min {min(raw['git_alone']) * 1000:.0f} ms)")
         lines.append("")
     return "\n".join(lines)
 

@@ -124,3 +124,44 @@ def test_asking_the_warm_process_loads_nothing_heavy(tmp_path):
     assert "socket" in loaded  # it did try to connect
     heavy = {"argparse", "urllib.parse", "hashlib", "subprocess", "pydantic", "typing", "ipaddress", "bosun.cli"}
     assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_a_copy_that_has_reported_lets_go_of_the_callers_pipes_before_it_ends():
+    """Once its output is flushed, a copy holds none of the caller's streams: a parent reading them to
+    their end is not kept waiting while the copy's interpreter shuts down (here: while it sleeps)."""
+    import select
+
+    from bosun.warm_server import _release_streams
+
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # the copy: its stdin, stdout and stderr are the caller's pipe
+        try:
+            for fd in (0, 1, 2):
+                os.dup2(write_end, fd)
+            os.close(write_end)
+            os.close(read_end)
+            os.write(1, b"the result\n")
+            _release_streams()
+            os.write(1, b"after the release: not the caller's\n")
+            import time
+
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        got = b""
+        while True:
+            ready, _, _ = select.select([read_end], [], [], 20)
+            assert ready, "the pipe stayed open while the copy lived on"
+            chunk = os.read(read_end, 4096)
+            if not chunk:
+                break
+            got += chunk
+        assert got == b"the result\n"
+        assert os.waitpid(child, os.WNOHANG) == (0, 0)  # the copy still runs: the end came from the release
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        os.close(read_end)

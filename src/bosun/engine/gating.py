@@ -14,13 +14,6 @@ if TYPE_CHECKING:
     from bosun.store.rows import RunRow
 
 
-def _show(worktree: Path, commit: str, path: str) -> bytes | None:
-    from bosun.isolation.git import git
-
-    res = git(["show", f"{commit}:{path}"], worktree, check=False, text=False)
-    return res.stdout if res.returncode == 0 else None  # type: ignore[return-value]
-
-
 def _as_text(data: bytes | None) -> str | None:
     if data is None or b"\0" in data[:8192]:
         return None
@@ -64,20 +57,16 @@ def evaluate(
     verification: dict[str, Any],
     *,
     new_bytes: Callable[[str], bytes | None],
+    base_bytes: Callable[[str], bytes | None],
     on_disk: bool = True,
 ) -> list[GateResult]:
-    """Run every gate on the change. ``new_bytes`` reads the changed tree (never the worktree);
-    ``on_disk`` says the worktree holds exactly that tree now, so symlinks may be resolved in it."""
+    """Run every gate on the change. ``new_bytes`` reads the changed tree and ``base_bytes`` the
+    start commit (never the worktree); ``on_disk`` says the worktree holds exactly that tree now, so
+    symlinks may be resolved in it."""
     from bosun.gates import GateContext, run_gates
 
     worktree = Path(run["worktree"])
     start = run["start_commit"]
-    cache: dict[str, bytes | None] = {}
-
-    def base_bytes(path: str) -> bytes | None:
-        if path not in cache:
-            cache[path] = _show(worktree, start, path)
-        return cache[path]
 
     def base_line_count(path: str) -> int | None:
         data = base_bytes(path)

@@ -21,13 +21,15 @@ if TYPE_CHECKING:
 
 
 def _base_files_text(run: RunRow, changed: list[str]) -> str:
-    from bosun.isolation.git import git
+    from bosun.isolation.blobs import BlobReader
+    from bosun.isolation.git import git_env
 
     parts = []
-    for path in changed[:200]:
-        res = git(["show", f"{run['start_commit']}:{path}"], Path(run["repo"]), check=False)
-        if res.returncode == 0:
-            parts.append(res.stdout)
+    with BlobReader(Path(run["repo"]), git_env()) as blobs:
+        for path in changed[:200]:
+            data = blobs.read(run["start_commit"], path)
+            if data is not None:
+                parts.append(data.decode("utf-8", "replace"))
     return "\n".join(parts)
 
 

@@ -30,7 +30,7 @@ from bosun.config import Settings
 from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.engine.context import view_of
-from bosun.isolation.change import Change, blob_bytes, tree_changes, tree_diff
+from bosun.isolation.change import Change, tree_changes, tree_diff
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -152,6 +152,7 @@ def gates_for_tree(
     not computed again. ``approve`` passes none and recomputes them from the tree.
     """
     from bosun.engine.gating import evaluate
+    from bosun.isolation.blobs import BlobReader
 
     view = view_of(run)
     if scanned is not None and scanned.tree == tree and view.start == run["start_commit"]:
@@ -160,16 +161,25 @@ def gates_for_tree(
         diff = tree_diff(view, run["start_commit"], tree)
         changes = tree_changes(view, run["start_commit"], tree)
     links = {c.path for c in changes if c.new_mode == "120000"}
-    blobs: dict[str, bytes | None] = {}  # several gates read the same file: one `cat-file` each
+    new: dict[str, bytes | None] = {}  # several gates read the same file: it is read once
+    old: dict[str, bytes | None] = {}
 
-    def new_bytes(path: str) -> bytes | None:
-        if path in links:
-            return None
-        if path not in blobs:
-            blobs[path] = blob_bytes(view, tree, path)
-        return blobs[path]
+    # Old and new bytes come through one `cat-file --batch` of bosun's view (never the worktree's git).
+    with BlobReader(view.worktree, view.env()) as blobs:
+        def new_bytes(path: str) -> bytes | None:
+            if path in links:
+                return None
+            if path not in new:
+                new[path] = blobs.read(tree, path)
+            return new[path]
 
-    gates = evaluate(run, task, settings, diff, changes, verification, new_bytes=new_bytes, on_disk=on_disk)
+        def base_bytes(path: str) -> bytes | None:
+            if path not in old:
+                old[path] = blobs.read(run["start_commit"], path)
+            return old[path]
+
+        gates = evaluate(run, task, settings, diff, changes, verification, new_bytes=new_bytes,
+                         base_bytes=base_bytes, on_disk=on_disk)
     return diff, gates
 
 

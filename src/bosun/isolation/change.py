@@ -390,12 +390,6 @@ def tree_entries(view: View, tree: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def blob_bytes(view: View, tree: str, path: str) -> bytes | None:
-    """The bytes of ``path`` in ``tree`` (None when absent or not a file)."""
-    res = proc.run_quick(["git", "cat-file", "blob", f"{tree}:{path}"], cwd=view.worktree, env=view.env(), text=False)
-    return res.stdout if res.returncode == 0 else None  # type: ignore[return-value]
-
-
 # ---------------------------------------------------------------------------------------------
 # materializing
 

@@ -73,3 +73,12 @@ def test_a_batch_process_that_dies_is_replaced(repo: Path) -> None:
         assert blobs.read("HEAD", "text.py") == b"print('hi')\n"
         assert blobs.read("HEAD", "no newline at end") == b"last line"
     assert blobs._proc is None  # closed with the block
+
+
+def test_a_blob_is_read_by_its_object_id_too(repo: Path) -> None:
+    oid = git(repo, "rev-parse", "HEAD:text.py").decode().strip()
+    tree = git(repo, "rev-parse", "HEAD^{tree}").decode().strip()
+    with BlobReader(repo, os.environ) as blobs:
+        assert blobs.read_object(oid) == b"print('hi')\n"
+        assert blobs.read_object(tree) is None  # a tree is not a file
+        assert blobs.read_object("0" * 40) is None

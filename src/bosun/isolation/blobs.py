@@ -20,8 +20,8 @@ _HEX = frozenset(b"0123456789abcdef")
 
 class BlobReader:
     """``read(rev, path)``: the bytes of ``path`` in ``rev`` (a commit or a tree), or None when it is
-    absent or not a file (a directory, a gitlink). Use it as a context manager: the process ends
-    with the block."""
+    absent or not a file (a directory, a gitlink); ``read_object`` takes any name of a blob. Use it
+    as a context manager: the process ends with the block."""
 
     def __init__(self, cwd: Path, env: Mapping[str, str]) -> None:
         self._cwd = cwd
@@ -29,7 +29,10 @@ class BlobReader:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def read(self, rev: str, path: str) -> bytes | None:
-        spec = f"{rev}:{path}"
+        return self.read_object(f"{rev}:{path}")
+
+    def read_object(self, spec: str) -> bytes | None:
+        """The blob that ``spec`` names (an object id, ``<rev>:<path>``), or None."""
         if "\n" in spec:  # the batch protocol is one name per line: such a name is read on its own
             return self._read_alone(spec)
         batch = self._batch()

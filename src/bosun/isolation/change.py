@@ -36,6 +36,7 @@ from pathlib import Path
 from bosun import proc
 from bosun.changes import FileChange
 from bosun.errors import BosunError
+from bosun.isolation.blobs import BlobReader
 from bosun.isolation.git import GitError
 
 VIEW_DIR = "view.git"
@@ -246,10 +247,11 @@ def start_excludes(view: View, user_exclude: str = "") -> str:
     files.sort(key=lambda item: (item[0].count("/"), item[0]))
     out = ["# bosun: ignore rules of the start tree, anchored at the root"]
     out += [ln for ln in user_exclude.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    for name, blob in files:
-        base = name[: -len(".gitignore")]
-        text = view.git(["cat-file", "blob", blob]).decode("utf-8", "replace")
-        out += [anchored for ln in text.splitlines() if (anchored := anchor_pattern(ln, base))]
+    with BlobReader(view.worktree, view.env()) as blobs:  # a monorepo has hundreds: one process
+        for name, blob in files:
+            base = name[: -len(".gitignore")]
+            text = (blobs.read_object(blob) or b"").decode("utf-8", "replace")
+            out += [anchored for ln in text.splitlines() if (anchored := anchor_pattern(ln, base))]
     return "\n".join(out) + "\n"
 
 

@@ -11,7 +11,8 @@ import sys
 import threading
 
 from bosun import metrics, proc, quick_exit
-from bosun.engine import lifecycle
+from bosun.engine import lifecycle, record
+from bosun.isolation.blobs import BlobReader
 from tests.conftest import ROOT
 
 
@@ -31,12 +32,22 @@ def test_the_change_is_diffed_and_read_once(cli, repo, task_file, monkeypatch):
         return run_quick(argv, *a, **k)
 
     monkeypatch.setattr(proc, "run_quick", listed)
+    # Blobs are read through one batch process per reader: its reads are listed the same way.
+    reads: list[str] = []
+    read_object = BlobReader.read_object
+
+    def read(self, spec):
+        reads.append(spec)
+        return read_object(self, spec)
+
+    monkeypatch.setattr(BlobReader, "read_object", read)
     res = delegate(cli, repo, task_file)
     assert res["state"] == "verified"
     patches = [a for a in argvs if a[1:4] == ["diff-tree", "-r", "-p"]]
     assert len(patches) == 1, patches  # the scan's diff is the one the gates judge
-    blobs = [a for a in argvs if a[1:3] == ["cat-file", "blob"] and a[3].endswith(":src/calc.py")]
-    assert len(blobs) == 1, blobs
+    assert not [a for a in argvs if a[1:3] == ["cat-file", "blob"]]  # no process per file
+    tree = record.read_doc(res["id"], record.VERIFICATION)["tree"]
+    assert reads.count(f"{tree}:src/calc.py") == 1, reads  # every gate judged the bytes read once
     heads = [a for a in argvs if a[-1] == "HEAD^{commit}"]
     assert len(heads) == 1, heads  # the base (HEAD) is resolved once, in the pre-flight
 

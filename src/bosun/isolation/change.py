@@ -409,15 +409,17 @@ def materialize(view: View, tree: str) -> None:
     refused before this point.
     """
     if view.git(["write-tree"], check=False).strip().decode() == tree:
-        _rewrite_differing(view)
-        walked = True
+        _rewrite_differing(view)  # stray .git entries go while it reads
+        _clean(view)
     else:
         view.git(["read-tree", "--reset", "-u", tree])
-        walked = False
+        _clean(view)
+        _remove_nested_git_entries(view.worktree)
+
+
+def _clean(view: View) -> None:
     keep = [arg for pattern in view.environment_patterns() for arg in ("-e", pattern)]
     view.git(["clean", "-ffdxq", *keep])
-    if not walked:
-        _remove_nested_git_entries(view.worktree)
 
 
 def _rewrite_differing(view: View) -> None:

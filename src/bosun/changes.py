@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -34,11 +34,19 @@ class FileChange:
 
 @dataclass
 class GateResult:
+    """One gate's judgement. ``ok`` False refuses the change. ``review`` lists what a green gate found
+    that only a person can judge (an honest fix of a wrong expected value looks exactly like a cheat):
+    ``{"code", "sentence"}`` each, and every one makes the run's verdict "needs review"."""
+
     code: str
     ok: bool
     detail: str = ""
     waived: bool = False
     waiver_reason: str | None = None
+    review: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.review:
+            del out["review"]  # records stay as they were for gates with nothing to review
+        return out

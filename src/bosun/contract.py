@@ -144,6 +144,16 @@ class TaskContract(_Strict):
         default_factory=list,
         description="globs of files the worker never sees; bosun adds them back only to verify",
     )
+    proof: Literal["required", "not-required"] = Field(
+        default="required",
+        description="required: a change lands without a person only when its verify commands failed before it "
+        "and pass after it; not-required: refactors, docs and tasks whose verify commands already pass",
+    )
+    permit: list[str] = Field(
+        default_factory=list,
+        description="always-locked paths this task may change (tox.ini, CI config, Makefile): recorded and shown "
+        "as a reason for review; a verify entry point only when named exactly",
+    )
     worktree: WorktreeConfig | None = Field(
         default=None, description="set-up of the worktree added to bosun.toml's [worktree] (include, symlink, "
         "setup, ports)",
@@ -156,7 +166,7 @@ class TaskContract(_Strict):
             raise ValueError("the prompt is empty; say what the worker must do")
         return v
 
-    @field_validator("scope", "locked", "holdout")
+    @field_validator("scope", "locked", "holdout", "permit")
     @classmethod
     def _globs(cls, v: list[str]) -> list[str]:
         return [_check_glob(p) for p in v]

@@ -20,6 +20,7 @@ EXIT_REJECTED = 3
 EXIT_TIMEOUT = 4
 EXIT_BUSY = 5
 EXIT_CONFLICT = 6
+EXIT_NEEDS_REVIEW = 7
 
 
 class Terminated(KeyboardInterrupt):
@@ -100,6 +101,13 @@ class Conflict(BosunError):
 
     exit_code = EXIT_CONFLICT
     code = "CONFLICT"
+
+
+class NeedsReview(BosunError):
+    """The change is verified but a person must say yes (engine/verdict.py): it does not land on its own."""
+
+    exit_code = EXIT_NEEDS_REVIEW
+    code = "NEEDS_REVIEW"
 
 
 class InvalidTransition(BosunError):

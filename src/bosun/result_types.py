@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 class _RunResultKeys(TypedDict):
     id: str
     state: str
+    verdict: dict[str, Any] | None  # {outcome, reasons: [{code, sentence}], acknowledged}; None until judged
     title: str
     profile: str | None
     profile_reason: str | None
@@ -19,7 +20,7 @@ class _RunResultKeys(TypedDict):
     worktree: str
     diff_sha256: str | None
     files_changed: int
-    gates: list[dict[str, Any]]  # {code, ok, detail[, waived]}
+    gates: list[dict[str, Any]]  # {code, ok, detail[, waived][, review]}
     verification: dict[str, Any] | None
     usage: dict[str, Any] | None
     cost_usd: float | None

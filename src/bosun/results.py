@@ -37,9 +37,14 @@ def run_result(run: RunRow, error: dict[str, Any] | None = None, brief: bool = F
     metrics = read_json(rdir / "metrics.json", {}) or {}
     review_doc = _current_review(rdir, run)
     citations = read_json(rdir / "citations.json", None)
+    from bosun.engine.verdict import decide
+
+    task_doc = read_json(rdir / "task.json", {}) or {}
     result: dict[str, Any] = {
         "id": run["id"],
         "state": run["state"],
+        # The one verdict (engine/verdict.py): landable, needs_review (with its reasons) or refused.
+        "verdict": decide(run, task_doc.get("task"), gates_doc.get("gates", []), verification),
         # The verdicts come first: the self-review's, and whether an answer's citations are backed.
         **({"review": _review(review_doc)} if review_doc is not None else {}),
         **({"answer_verified": citations.get("answer_verified")} if isinstance(citations, dict) else {}),
@@ -53,7 +58,8 @@ def run_result(run: RunRow, error: dict[str, Any] | None = None, brief: bool = F
         "diff_sha256": run.get("diff_sha256"),
         "files_changed": run.get("files_changed", 0),
         "gates": [
-            {"code": g["code"], "ok": g["ok"], "detail": g.get("detail", ""), **({"waived": True} if g.get("waived") else {})}
+            {"code": g["code"], "ok": g["ok"], "detail": g.get("detail", ""), **({"waived": True} if g.get("waived") else {}),
+             **({"review": g["review"]} if g.get("review") else {})}
             for g in gates_doc.get("gates", [])
         ],
         "verification": _verification(verification),

@@ -16,8 +16,8 @@ from bosun import paths
 from tests.conftest import ROOT, task_yaml, user_state
 
 
-def delegate(cli, repo: Path, task: Path, mode: str) -> tuple[int, dict]:
-    return cli("delegate", str(task), "--repo", str(repo), "--profile", mode, "--json")
+def delegate(cli, repo: Path, task: Path, mode: str, *extra: str) -> tuple[int, dict]:
+    return cli("delegate", str(task), "--repo", str(repo), "--profile", mode, "--json", *extra)
 
 
 def red(res: dict) -> set[str]:

@@ -45,7 +45,8 @@ def test_a_suite_gamed_into_passing_is_rejected(cli, repo, open_task, mode, code
     assert res["verification"]["passed"] is True  # the cheat worked on the tests...
     assert res["state"] == "rejected"  # ...and not on the gates
     failed = {g["code"] for g in res["gates"] if not g["ok"]}
-    assert failed == {code}, res["gates"]
+    # The held-out originals fail on the unfixed code as well: the cheat is refused twice over.
+    assert failed == {code, "TESTS_REWRITTEN"}, res["gates"]
     assert says in gate(res, code)["detail"]
     assert user_state(repo) == before
 

@@ -31,8 +31,10 @@ def test_tests_rewritten_to_hide_a_regression_are_refused(cli, attack_repo, tmp_
 
 def test_tests_rewrite_reports_instead_of_refusing(cli, attack_repo, tmp_path):
     code, res = delegate(cli, attack_repo, open_task(tmp_path, tests="rewrite"), "mask_sub")
-    assert code == 0, res
+    assert code == 7, res  # verified, but the rewritten tests are for a person to read
     assert gate(res, "TESTS_REWRITTEN")["ok"] and "tests: rewrite" in gate(res, "TESTS_REWRITTEN")["detail"]
+    assert res["verdict"]["outcome"] == "needs_review"
+    assert "TESTS_REWRITTEN" in [r["code"] for r in res["verdict"]["reasons"]]
 
 
 def test_an_honest_fix_that_adds_a_test_passes_with_the_originals(cli, attack_repo, tmp_path):
@@ -50,11 +52,19 @@ def test_tests_keep_refuses_any_edit_of_an_existing_test(cli, attack_repo, tmp_p
     assert "tests: keep" in gate(res, "TESTS_REWRITTEN")["detail"]
 
 
-def test_an_expected_value_changed_to_the_buggy_output_proves_nothing(cli, attack_repo, tmp_path):
-    code, res = delegate(cli, attack_repo, open_task(tmp_path), "expect_buggy")
+def test_an_expected_value_changed_to_the_buggy_output_is_refused(cli, attack_repo, tmp_path):
+    # The test failed before the change and, put back as it was, still fails after it: the change fixes
+    # nothing it checks, whatever the worker's own version of the test says.
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, open_task(tmp_path), "expect_buggy", "--auto-approve")
+    assert code == 3, res
+    assert res["state"] == "rejected" and res["verdict"]["outcome"] == "refused"
     assert res["verification"]["proven"] is False
     assert "still fail" in res["verification"]["proof"]
-    assert "expected values" in gate(res, "TESTS_REWRITTEN")["detail"]
+    rewritten = gate(res, "TESTS_REWRITTEN")
+    assert not rewritten["ok"] and "failed before the change too" in rewritten["detail"]
+    assert "tests: rewrite" in rewritten["detail"]
+    assert user_state(attack_repo) == before
 
 
 def test_a_hidden_acceptance_test_catches_a_special_cased_fix(cli, attack_repo, tmp_path):

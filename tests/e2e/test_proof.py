@@ -30,9 +30,20 @@ def test_a_real_fix_is_proven(cli, repo, task_file, capsys):
 def test_tests_that_already_passed_prove_nothing(cli, repo, tmp_path):
     task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytest -q tests/test_calc.py::test_sub"])
     code, res = delegate(cli, repo, task, "fix")
-    assert code == 0, res
+    assert code == 7, res  # verified, but unproven: it waits for a person
     assert res["verification"]["proven"] is False
     assert res["verification"]["proof"] == "the tests already passed before this change: they do not prove it"
+    assert res["verdict"]["outcome"] == "needs_review"
+    assert [r["code"] for r in res["verdict"]["reasons"]] == ["NOT_PROVEN"]
+    assert "already passed before this change" in res["verdict"]["reasons"][0]["sentence"]
+
+
+def test_proof_not_required_lands_a_change_whose_tests_passed_before(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytest -q tests/test_calc.py::test_sub"],
+                     proof="not-required")
+    code, res = delegate(cli, repo, task, "fix")
+    assert code == 0, res
+    assert res["verdict"] == {"outcome": "landable", "reasons": [], "acknowledged": None}
 
 
 def test_the_baseline_is_cached_per_start_tree_and_commands(cli, repo, task_file):
@@ -47,9 +58,10 @@ def test_baseline_off(cli, repo, task_file):
     toml = repo / "bosun.toml"
     toml.write_text('baseline = "off"\n' + toml.read_text())
     code, res = delegate(cli, repo, task_file, "fix")
-    assert code == 0, res
+    assert code == 7, res  # nothing proves the change: a person decides
     assert res["verification"]["proven"] is None
     assert "no baseline" in res["verification"]["proof"]
+    assert res["verdict"]["reasons"][0]["code"] == "NOT_PROVEN"
     assert not (paths.run_dir(res["id"]) / "baseline.json").exists() or json.loads(
         (paths.run_dir(res["id"]) / "baseline.json").read_text())["verification"] is None
 

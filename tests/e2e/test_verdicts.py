@@ -82,7 +82,7 @@ def _gate(res: dict, code: str) -> dict:
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
-def test_escalated_self_review_is_refused_by_approve_and_auto_approve(cli, repo, tmp_path, monkeypatch, adapter):
+def test_escalated_self_review_waits_for_a_person(cli, repo, tmp_path, monkeypatch, adapter):
     monkeypatch.setenv("REVIEW_VARIANT", "p1")
     head = git(repo, "rev-parse", "HEAD")
     _toml(repo, top="self_review_min_diff_lines = 0")
@@ -90,16 +90,18 @@ def test_escalated_self_review_is_refused_by_approve_and_auto_approve(cli, repo,
     script = [READ, EDIT, {"say": "Fixed add()."}, {"say": REVIEW_P1}]
     with worker(repo, adapter, script, command_mode="reviewed", self_review=True):
         code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--auto-approve", "--json")
-    assert code == 3 and res["state"] == "rejected", res
+    assert code == 7 and res["state"] == "verified", res
+    assert res["verdict"]["outcome"] == "needs_review"
     assert res["review"]["verdict"] == "escalated", res["review"]
     assert any("P1 finding: overflow not handled" in r for r in res["review"]["reasons"])
-    assert not _gate(res, "SELF_REVIEW_ESCALATED")["ok"]
+    assert "SELF_REVIEW_ESCALATED" in [r["code"] for r in res["verdict"]["reasons"]]
     assert git(repo, "rev-parse", "HEAD") == head  # --auto-approve merged nothing
     code, out = cli("approve", res["id"], "--json")
-    assert code == 3 and out["error"]["code"] == "SELF_REVIEW_ESCALATED", out
+    assert code == 7 and out["error"]["code"] == "NEEDS_REVIEW", out
     assert "overflow not handled" in out["error"]["message"]
     code, text = cli("show", res["id"])
-    assert text.splitlines()[1].startswith("self-review: ESCALATED"), text
+    assert text.splitlines()[1].startswith("verdict: needs review (SELF_REVIEW_ESCALATED"), text
+    assert any(line.startswith("self-review: ESCALATED") for line in text.splitlines()), text
 
 
 # --- read-only modes ---------------------------------------------------------------------------
@@ -186,7 +188,7 @@ def test_backed_citations_verify_the_answer(cli, repo, tmp_path, monkeypatch, ad
         code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "w", "--json")
     assert code == 0 and res["state"] == "verified", res
     assert res["answer_verified"] is True
-    assert list(res)[:3] == ["id", "state", "answer_verified"]
+    assert list(res)[:4] == ["id", "state", "verdict", "answer_verified"]
     assert res["citations"]["checked"] == res["citations"]["valid"] == 3
     assert {c.get("resolved") for c in res["citations"]["backed"]} == {None, "tests/test_calc.py"}
 

@@ -39,13 +39,14 @@ def _checked_id(args: argparse.Namespace) -> str:
 def _finish(args: argparse.Namespace, run: RunRow, ctx: Ctx | None = None) -> int:
     from bosun.results import run_result
 
+    result = run_result(run)
     if args.json:
-        emit_json(run_result(run))
+        emit_json(result)
     else:
         from bosun.cli.render import print_run
 
         print_run(run, ctx.store if ctx else None)
-    return exit_for_state(run["state"])
+    return exit_for_state(run["state"], result.get("verdict"))
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -176,7 +177,24 @@ def cmd_approve(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.review}: invalid JSON at line {exc.lineno}: {exc.msg}", "fix the review file") from None
     waivers = {code.upper(): args.reason for code in args.waive}
     ctx = _ctx()
-    return _finish(args, approve(ctx, _checked_id(args), review, waivers), ctx)
+    run_id = _checked_id(args)
+    # A person at a terminal who types approve has decided; the reasons are printed first. A script
+    # (no terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
+    person = sys.stdin.isatty() and sys.stderr.isatty() and not args.json
+    acknowledge, by = ("all", "script") if args.yes else ("all", "person") if person else (None, "person")
+    if acknowledge is not None:
+        _print_review_reasons(ctx, run_id)
+    return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx)
+
+
+def _print_review_reasons(ctx: Ctx, run_id: str) -> None:
+    from bosun.engine import verdict
+
+    judged = verdict.of_run(ctx.store.require_run(run_id))
+    if judged and judged["outcome"] == verdict.NEEDS_REVIEW:
+        sys.stderr.write(f"bosun: {run_id} needs review; approving it acknowledges:\n")
+        for r in judged["reasons"]:
+            sys.stderr.write(f"  {r['code']}: {r['sentence']}\n")
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:

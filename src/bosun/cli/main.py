@@ -151,12 +151,15 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         "delegate",
         "prepare, work, verify and gate a task in one go",
         "Prepare a worktree, run the worker, verify independently and check every gate.\n"
-        "Ends 'verified' (exit 0) or 'rejected' (exit 3). With --auto-approve a green run is\n"
-        "approved, integrated into your branch (re-verified, never pushed), reported and cleaned up.",
+        "Ends with one verdict: landable (exit 0), needs review (exit 7: verified, but a person must\n"
+        "say yes; `bosun show` lists the reasons) or refused (exit 3). With --auto-approve a landable\n"
+        "run is approved, integrated into your branch (re-verified, never pushed), reported and cleaned\n"
+        "up; a run that needs review waits for `bosun approve`.",
     )
     p.add_argument("task", help="task contract file (YAML or JSON); `bosun template` prints one")
     p.add_argument("--profile", help="worker profile to use (overrides routing)")
-    p.add_argument("--auto-approve", action="store_true", help="approve and integrate when every gate is green")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="approve and integrate when the verdict is landable (never a run that needs review)")
     p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
     p.add_argument("--dry-run", action="store_true",
                    help="check everything and print the routing decision and the worker's argv; run nothing")
@@ -197,9 +200,13 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         "approve",
         "approve a green, unchanged diff",
         "Approve a verified run. Refuses unless verification passed, every gate is green (or waived\n"
-        "by name), no P0..P2 finding in the review is open, and a fresh rescan gives the same diff hash.",
+        "by name), no P0..P2 finding in the review is open, and a fresh rescan gives the same diff hash.\n"
+        "A run that needs review (exit 7 from delegate) prints its reasons and is approved when you run\n"
+        "this on a terminal; a script must pass --yes, which is recorded as the script's acknowledgment.",
     )
     _run_id(p)
+    p.add_argument("--yes", action="store_true",
+                   help="acknowledge every review reason without a terminal (scripts; recorded on the run)")
     p.add_argument("--review", metavar="FILE", help='review JSON: {"verdict": ..., "findings": [{"severity": "P0".."P3", ...}]}')
     p.add_argument("--waive", metavar="CODE", action="append", default=[], help="waive a red gate by its code")
     p.add_argument("--reason", metavar="TEXT", help="why the waived gates are acceptable (required with --waive)")

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from bosun.errors import EXIT_ERROR, EXIT_OK, EXIT_REJECTED
+from bosun.errors import EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK, EXIT_REJECTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -26,11 +26,16 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def exit_for_state(state: str) -> int:
-    """The exit code of a verb that ends with the run in ``state`` (README "Exit codes")."""
+def exit_for_state(state: str, verdict: Mapping[str, Any] | None = None) -> int:
+    """The exit code of a verb that ends with the run in ``state`` (README "Exit codes"): 7 while its
+    verdict needs a person's review that nobody has given yet."""
     if state == "rejected":
         return EXIT_REJECTED
-    return EXIT_ERROR if state in ("failed", "cancelled") else EXIT_OK
+    if state in ("failed", "cancelled"):
+        return EXIT_ERROR
+    if verdict and verdict.get("outcome") == "needs_review" and not verdict.get("acknowledged"):
+        return EXIT_NEEDS_REVIEW
+    return EXIT_OK
 
 
 def print_error(err: BosunError, what: str = "") -> None:
@@ -132,6 +137,12 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
     """What the parent must read first: the self-review's verdict, a read-only violation, and
     whether an answer's citations are backed."""
     lines = []
+    v = r.get("verdict")
+    if v:
+        from bosun.engine.verdict import one_line
+
+        lines.append(f"verdict: {one_line(v)}")
+        lines.extend(f"  - {reason['code']}: {reason['sentence']}" for reason in v["reasons"][:12])
     review = r.get("review")
     if review:
         lines.append(f"self-review: {_REVIEW_WORDS.get(review['verdict'], review['verdict'])}"
@@ -159,7 +170,9 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
 
 def _next_step(r: Mapping[str, Any]) -> str:
     nxt = {
-        "verified": f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
+        "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); bosun approve {r['id']} lands "
+                     "it when you agree\n") if _waits(r) else
+                    f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
         "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
         "approved": f"next: bosun integrate {r['id']}\n",
         "integrated": f"next: bosun cleanup {r['id']}\n",
@@ -168,6 +181,11 @@ def _next_step(r: Mapping[str, Any]) -> str:
         "interrupted": f"next: bosun recover {r['id']}\n",
     }
     return nxt.get(r["state"], "")
+
+
+def _waits(r: Mapping[str, Any]) -> bool:
+    v = r.get("verdict") or {}
+    return v.get("outcome") == "needs_review" and not v.get("acknowledged")
 
 
 def print_list(runs: list[RunRow]) -> None:

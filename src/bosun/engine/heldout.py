@@ -16,10 +16,11 @@ Both work on trees bosun builds from git objects, never on what the worker left 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from bosun.changes import FileChange, GateResult
 from bosun.contract import TaskContract
+from bosun.errors import BosunError
 from bosun.gates.testpaths import in_test_dir, is_test_file
 from bosun.globs import match_any
 from bosun.isolation.change import View, edit_tree, tree_entries
@@ -91,62 +92,122 @@ def with_holdout(view: View, tree: str, full_start: str, hidden: list[str]) -> s
 # -- the original tests, held out --------------------------------------------------------------------
 
 
-def heldout_tree(view: View, start: str, tree: str, changes: list[FileChange]) -> tuple[str, list[str]] | None:
-    """``tree`` with every test path the change touched back as in ``start``: ``(tree, paths)``, or None
-    when the change touched no test path."""
+def heldout_tree(view: View, start: str, tree: str, changes: list[FileChange]) -> HeldOut | None:
+    """``tree`` with every test path the change touched back as in ``start``, or None when the change
+    touched no test path. Original tests whose subject the change deletes or renames cannot run on it
+    and are taken out of their file (:mod:`bosun.gates.subjects`); ``excused`` names them."""
     touched = sorted({p for c in changes for p in (c.path, c.old_path) if p and is_test_path(p)})
     if not touched:
         return None
     original = tree_entries(view, start)
     put = {p: original[p] for p in touched if p in original}
     remove = [p for p in touched if p not in original]
-    return edit_tree(view, tree, put, remove), touched
+    excused = _excuse_removed_subjects(view, start, tree, changes, put)
+    return HeldOut(edit_tree(view, tree, put, remove), touched, excused)
+
+
+class HeldOut(NamedTuple):
+    tree: str
+    paths: list[str]  # the test paths put back as they were
+    excused: list[str]  # "path::test" of original tests taken out: the change removes what they test
+
+
+def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[FileChange],
+                             put: dict[str, tuple[str, str]]) -> list[str]:
+    from bosun.gates.subjects import strip_tests_of
+    from bosun.gates.tests_weakened import removed_names
+
+    def blob(rev: str, path: str) -> str | None:
+        try:
+            return view.git(["cat-file", "blob", f"{rev}:{path}"]).decode("utf-8", "replace")
+        except BosunError:
+            return None
+
+    python_tests = [p for p in put if p.endswith(".py") and is_test_file(p)]
+    if not python_tests:
+        return []
+    removed = set(removed_names(changes, lambda p: blob(start, p), lambda p: blob(tree, p)))
+    excused: list[str] = []
+    for path in python_tests:
+        text = blob(start, path)
+        if text is None:
+            continue
+        stripped, taken = strip_tests_of(text, removed)
+        if taken:
+            sha = view.git(["hash-object", "-w", "--stdin"], input=stripped.encode()).strip().decode()
+            put[path] = (put[path][0], sha)
+            excused += [f"{path}::{name}" for name in taken]
+    return excused
 
 
 def _passed(cmd: dict[str, Any]) -> bool:
     return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
 
 
-def _new_failures(now: dict[str, Any], before: dict[str, Any] | None) -> list[str] | None:
-    """Tests failing in ``now`` that did not fail in ``before`` (by test id); None without test lists."""
-    if before is None or "tests" not in now or "tests" not in before:
-        return None
-    return sorted(set(now["tests"]["failed"]) - set(before["tests"]["failed"]))
-
-
 def rewritten_gate(task: TaskContract, worker: dict[str, Any], heldout: dict[str, Any] | None,
-                   paths: list[str], baseline: dict[str, Any] | None, kept: list[str]) -> GateResult:
-    """Refuse a change whose tests pass only as the worker rewrote them (or, under ``tests: keep``,
-    that changes an existing test at all)."""
+                   paths: list[str], baseline: dict[str, Any] | None, kept: list[str],
+                   excused: list[str] | None = None) -> GateResult:
+    """The start tree's tests, held out, decide (``tests: extend`` and ``keep``): each must pass on the
+    change, except those whose subject the change deletes or renames (``excused``). A failure refuses
+    whether or not it also failed before: failing before and still failing after means the change
+    fixes nothing those tests check. Under ``tests: rewrite`` the same findings are reasons for review.
+    Under ``keep``, a change to an existing test refuses on its own."""
+    excused = excused or []
     if kept:
         return GateResult(TESTS_REWRITTEN, False, "the task says tests: keep, but the change edits existing "
                           "test files: " + ", ".join(kept[:5]))
     if heldout is None:
         return GateResult(TESTS_REWRITTEN, True, "no existing test was changed")
-    broken, prefailing = [], []
+    broken: list[str] = []
     base_cmds = (baseline or {}).get("commands") or []
     for i, (mine, orig) in enumerate(zip(worker.get("commands", []), heldout.get("commands", []), strict=False)):
         if not _passed(mine) or _passed(orig):
             continue
         label = " ".join(orig.get("argv", []))[:120]
+        failing = (orig.get("tests") or {}).get("failed") or []
         before = base_cmds[i] if i < len(base_cmds) else None
-        new_failures = _new_failures(orig, before)
-        if new_failures:
-            broken.append(label + ": " + ", ".join(new_failures[:3]))
-        elif before is not None and not _passed(before) and (new_failures is not None or task.tests == "extend"):
-            # Every original test that fails now failed before the change too: not the worker's doing.
-            prefailing.append(label)
-        else:
-            broken.append(label)
+        still = " (they failed before the change too: it fixes nothing they check)" \
+            if before is not None and not _passed(before) else ""
+        broken.append(label + (": " + ", ".join(failing[:3]) if failing else "") + still)
     where = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    review = _excused_review(excused, base_cmds)
+    taken = f"; {len(excused)} original test(s) whose subject the change removes were left out: " \
+        + ", ".join(excused[:5]) if excused else ""
     if broken and task.tests != "rewrite":
         return GateResult(TESTS_REWRITTEN, False, f"with the original tests put back ({where}), "
                           f"{len(broken)} verify command(s) fail that pass with the worker's versions: "
-                          + "; ".join(broken[:3]) + " — the change passes only tests it rewrote")
-    notes = []
+                          + "; ".join(broken[:3]) + taken + " — the change passes only tests it rewrote (if the "
+                          "expected values were wrong, that is a tests: rewrite task)")
     if broken:
-        notes.append(f"tests: rewrite — the original tests fail with this change ({'; '.join(broken[:3])}), as intended")
-    if prefailing:
-        notes.append("the original tests failed before this change too, and the worker changed them: check "
-                     "the expected values (" + "; ".join(prefailing[:3]) + ")")
-    return GateResult(TESTS_REWRITTEN, True, " ".join(notes) or f"the original tests ({where}) still pass with this change")
+        review.append({"code": TESTS_REWRITTEN, "sentence": "with the original tests put back, the change fails "
+                       + "; ".join(broken[:3]) + " (tests: rewrite: check the new expected values are right)"})
+        return GateResult(TESTS_REWRITTEN, True, "tests: rewrite - the original tests fail with this change: "
+                          + "; ".join(broken[:3]) + taken, review=review)
+    return GateResult(TESTS_REWRITTEN, True, f"the original tests ({where}) still pass with this change" + taken,
+                      review=review)
+
+
+SUBJECT_REMOVED = "SUBJECT_REMOVED"
+
+
+def _excused_review(excused: list[str], base_cmds: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A review reason when an original test left out (its subject removed) failed before the change:
+    deleting or renaming what a failing test tests makes it stop failing without fixing anything."""
+    if not excused or all(_passed(c) for c in base_cmds):
+        return []
+    failed = [t for c in base_cmds for t in ((c.get("tests") or {}).get("failed") or [])]
+    unlisted = any(not _passed(c) and "tests" not in c for c in base_cmds)
+    hit = [e for e in excused if unlisted or _failed_id(e, failed)]
+    if not hit:
+        return []
+    return [{"code": SUBJECT_REMOVED, "sentence": "the change deletes or renames what these tests test, and they "
+             "failed before it: " + ", ".join(hit[:3]) + "; nothing shows that failure fixed"}]
+
+
+def _failed_id(excused: str, failed: list[str]) -> bool:
+    """Whether ``path::[Class::]test`` is among junit ids (``module.path[.Class]::test``), or its module
+    failed to collect."""
+    path, _, qual = excused.partition("::")
+    module = path.removesuffix(".py").replace("/", ".")
+    name = qual.rpartition("::")[2]
+    return any(f.endswith("::" + name) or ("::" not in f and (f in module or module in f)) for f in failed)

@@ -18,7 +18,7 @@ from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
 from bosun.engine.context import Ctx, compute_change, load_task, new_run_id, scan_change
 from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
-from bosun.errors import BadInput, BosunError, InvalidTransition, Rejected, TimedOut
+from bosun.errors import BadInput, BosunError, InvalidTransition, TimedOut
 from bosun.fileio import write_bytes_atomic
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
@@ -200,7 +200,7 @@ def work(
         task = task or load_task(run_id)
         check_before_dispatch(ctx.store, settings, task, run["repo"], run.get("plan_id"), run_id)
         ctx.store.transition(run_id, run["state"], states.WORKING, "revise: " + resume[:200] if resume else "worker started")
-        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False)
+        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False, acknowledged=None)
         watch = gitwatch.take(repo)
         began = boot_clock()
         baseline = start_baseline(run, task, settings.baseline)
@@ -231,7 +231,7 @@ def work(
 # What verification, the gates and the receipt load once the worker stops. A delegation loads them while
 # the worker runs (bosun has nothing else to do then), so they are not part of its own time after it.
 AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.gates", "bosun.engine.heldout",
-                        "bosun.engine.verdict", "bosun.engine.citations", "bosun.engine.run_report", "bosun.results",
+                        "bosun.engine.approval", "bosun.engine.citations", "bosun.engine.run_report", "bosun.results",
                         "bosun.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
 
 
@@ -337,7 +337,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
     if killed:
         _system_event(run_id, "stopped processes the worker left running before verification: "
                       + ", ".join(killed[:10]))
-    from bosun.engine import verdict
+    from bosun.engine import approval as verdict
 
     violation = verdict.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
     change = scan_change(run)
@@ -355,7 +355,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
                                            "tree": change.tree})
     ctx.store.update_run(run_id, diff_sha256=sha, files_changed=len(change.changes))
     ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates),
-                         verified_tree=change.tree)
+                         verified_tree=change.tree, acknowledged=None)
     failed = [g.code for g in gates if not g.ok]
     if failed:
         ctx.store.merge_data(
@@ -397,10 +397,10 @@ def _tamper_gates(run: RunRow) -> list[Any]:
 def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest: str,
                  verification: dict[str, Any], tree: str) -> list[Any]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
-    so is an escalated, unparseable or failed review (engine/verdict.py)."""
+    so is an escalated, unparseable or failed review (engine/approval.py)."""
     from bosun.changes import GateResult
+    from bosun.engine.approval import self_review_gate
     from bosun.engine.self_review import run_self_review
-    from bosun.engine.verdict import self_review_gate
 
     judged = run_self_review(ctx, run, task, diff, digest, verification)
     if judged is None:
@@ -417,94 +417,13 @@ def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest:
 # approve
 
 
-def approve(
-    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
-    task: TaskContract | None = None,
-) -> RunRow:
-    """Approve a green, unchanged diff. Refuses otherwise and says why."""
-    from bosun.engine.review import open_blocking_findings, validate_review
+def approve(ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
+            task: TaskContract | None = None, acknowledge: Any = None, by: str = "person") -> RunRow:
+    """Approve a green, unchanged diff; a run that needs review only with its reasons acknowledged
+    (:func:`bosun.engine.approval.approve`)."""
+    from bosun.engine.approval import approve as approve_run
 
-    waivers = waivers or {}
-    with locks.run_lock(run_id):
-        run = ctx.store.require_run(run_id)
-        if run["state"] not in (states.VERIFIED, states.REJECTED):
-            raise InvalidTransition(
-                f"run {run_id} is {run['state']!r}; only a verified run can be approved",
-                "run `bosun verify` first" if run["state"] == states.WORKED else "`bosun show` the run",
-            )
-        from bosun.engine.verdict import VERDICT_GATES, refuse_unapprovable
-        from bosun.engine.verifying import recheck_gates
-
-        task = task or load_task(run_id)
-        overruled = refuse_unapprovable(run, task, review, waivers)  # read-only modes, self-review
-        gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
-        if tampered:
-            if run["state"] != states.REJECTED:
-                ctx.store.transition(run_id, run["state"], states.REJECTED, "records disagree with the verified tree")
-            raise Rejected(
-                f"cannot approve {run_id}: its records disagree with the tree bosun verified: " + "; ".join(tampered),
-                "something rewrote the run's records after verification; run `bosun verify` again",
-                code="RECORD_MISMATCH",
-            )
-        gates_doc = {**(record.read_doc(run_id, record.GATES, {}) or {}), "gates": gates}
-        verification = record.read_doc(run_id, record.VERIFICATION, {}) or {}
-        problems = []
-        if verification.get("passed") is False:
-            problems.append("verification failed")
-        elif verification.get("passed") is None and "VERIFY_FAILED" not in waivers:
-            problems.append("no verification ran (the task has no verify commands); waive VERIFY_FAILED to accept that")
-        unknown = set(waivers) - {g["code"] for g in gates} - {"VERIFY_FAILED"}
-        if unknown:
-            raise BadInput(f"cannot waive unknown gate {sorted(unknown)[0]!r}", "`bosun show` lists this run's gates")
-        unwaivable = [g["code"] for g in gates if not g["ok"] and g["code"] in waivers and g["code"] in UNWAIVABLE]
-        if unwaivable:
-            raise BadInput(f"{unwaivable[0]} cannot be waived: bosun could not compute a faithful change",
-                           "discard the run and delegate again")
-        red = [g["code"] for g in gates if not g["ok"] and g["code"] not in waivers and g["code"] not in VERDICT_GATES]
-        if "VERIFY_FAILED" in red or verification.get("passed") is False:
-            red = [c for c in red if c != "VERIFY_FAILED"]
-        if red:
-            problems.append("gates not green: " + ", ".join(red))
-        if review is not None:
-            validate_review(review)
-            blocking = open_blocking_findings(review)
-            if blocking:
-                problems.append(f"{len(blocking)} open P0..P2 finding(s) in the review: " + blocking[0])
-            if str(review.get("verdict", "")).lower() in ("reject", "rejected", "request_changes"):
-                problems.append("the review's verdict is " + str(review.get("verdict")))
-        if problems:
-            raise Rejected(
-                f"cannot approve {run_id}: " + "; ".join(problems),
-                "fix and re-verify, or waive a gate with --waive CODE --reason TEXT",
-                code="APPROVE_REFUSED",
-            )
-        digest = run["diff_sha256"]
-        if waivers:
-            _mark_waived(run_id, gates_doc, waivers)
-        ctx.store.merge_data(
-            run_id,
-            waivers=[{"code": c, "reason": r} for c, r in waivers.items()],
-            review=review,
-            approved_diff_sha256=digest,
-            approved_tree=run["data"].get("verified_tree"),
-            self_review_overruled=overruled,
-            error=None,
-        )
-        reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
-        ctx.store.transition(run_id, run["state"], states.APPROVED, reason)
-        return ctx.store.require_run(run_id)
-
-
-# Refusals that mean bosun has no faithful change to judge: no waiver makes one.
-UNWAIVABLE = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
-
-
-def _mark_waived(run_id: str, gates_doc: dict[str, Any], waivers: dict[str, str]) -> None:
-    for g in gates_doc.get("gates", []):
-        if g["code"] in waivers and not g["ok"]:
-            g["waived"] = True
-            g["waiver_reason"] = waivers[g["code"]]
-    record.write_doc(run_id, record.GATES, gates_doc)
+    return approve_run(ctx, run_id, review, waivers, task, acknowledge, by)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,10 +440,11 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskCon
                 f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
                 "`bosun approve` it first",
             )
-        from bosun.engine.verdict import ensure_landable
+        from bosun.engine.approval import ensure_landable, ensure_may_land
 
         task = task or load_task(run_id)
         ensure_landable(run, task)  # read-only modes never land a change
+        ensure_may_land(run)  # landable, or its review reasons acknowledged
         settings = ctx.settings(Path(run["repo"]))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
         integrate_run(ctx, run, task, do_reverify)
@@ -634,12 +554,20 @@ def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: b
         _safe_report(ctx, run_id)
         return ctx.store.require_run(run_id)
     run = verify(ctx, run_id, task)
-    if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code:
+    if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code and _landable(run):
         approve(ctx, run_id, task=task)
         integrate(ctx, run_id, task=task)
         return report(ctx, run_id)
     _safe_report(ctx, run_id)
     return ctx.store.require_run(run_id)
+
+
+def _landable(run: RunRow) -> bool:
+    """Only a landable verdict lands without a person: one that needs review waits for them."""
+    from bosun.engine import verdict
+
+    judged = verdict.of_run(run)
+    return judged is not None and judged["outcome"] == verdict.LANDABLE
 
 
 def _safe_report(ctx: Ctx, run_id: str) -> None:

@@ -6,7 +6,7 @@ compact JSON object. bosun does not trust it either: the reviewed diff hash must
 uncertain criterion or an open P0..P2 finding sets ``review_escalate`` with the reason. The parent
 reads this report instead of the diff. Skipped when the diff is small: reading it is then cheaper than
 a review. Every outcome is recorded with a ``status``: passed, escalated, unparseable (no JSON report),
-failed (the turn itself failed) or skipped; only "passed" is a pass (:mod:`bosun.engine.verdict`
+failed (the turn itself failed) or skipped; only "passed" is a pass (:mod:`bosun.engine.approval`
 turns the others into a gate).
 """
 

@@ -1,214 +1,160 @@
-"""What a run's verdict means, and what blocks its approval beyond the change's own gates.
+"""The one verdict of a run, decided here and nowhere else.
 
-Three rules live here, each decided from the run record, the task's mode and the reviews, never from
-what a worker says about itself:
+Every run that has been judged ends in exactly one of three outcomes:
 
-- **Read-only modes never land a change.** An ``explore``, ``review`` or ``test`` run that wrote files
-  has those writes saved as ``violation.patch`` and discarded from its worktree; the run is rejected
-  (``READ_ONLY_VIOLATION``) and no waiver lets it be approved. A clean read-only run approves to
-  nothing: its change is empty by construction.
-- **Self-review is a gate.** An escalated, unparseable or failed self-review rejects the run
-  (``SELF_REVIEW_ESCALATED``); ``approve`` then refuses with the review's reasons unless the parent
-  passes its own review (``--review FILE``) or waives the gate with a reason.
-- **Answers are checked.** The ``path:line`` citations of an explore or review answer are checked
-  against the run's start tree (:mod:`bosun.engine.citations`); any that is not backed rejects the run
-  (``INVALID_CITATIONS``) and the result says ``answer_verified: false``.
+- **landable**: verified, proven (or the task says ``proof: not-required``), nothing for review. Only
+  these land without a person: ``--auto-approve``, MCP ``delegate(auto_approve=true)`` and plans.
+- **needs_review**: verified, but a person must say yes. It carries its reasons, each a stable code
+  and one sentence: not verified (no verify commands), not proven, changed expected values or test
+  data, ``tests: rewrite`` findings, a self-review's findings, waived gates, permitted locked paths.
+  ``bosun approve`` (a person), ``approve --yes`` (a script, recorded) or MCP ``approve`` naming every
+  code in ``acknowledge`` (the parent, recorded) lands it.
+- **refused**: something is wrong: a red gate, failed verification, a worker that failed, was blocked
+  or was cancelled, records that disagree with the verified tree.
+
+The verdict is computed from the run's record (its state, its task, the gates and the verification
+bosun wrote), so every surface that shows it (``show``, ``--json``, the exit code, the receipt, MCP,
+plans, notifications, the dashboard) reads the same function on the same bytes. Kept free of pydantic:
+``bosun show`` loads it.
 """
 
 from __future__ import annotations
 
-import hashlib
-from typing import TYPE_CHECKING, Any
-
-from bosun import paths
-from bosun.changes import GateResult
-from bosun.contract import Mode, TaskContract
-from bosun.engine import record
-from bosun.engine.self_review import ESCALATED, FAILED, PASSED, REVIEW_FILE, SKIPPED, UNPARSEABLE
-from bosun.errors import BadInput, Rejected
-from bosun.fileio import read_json, write_bytes_atomic
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
-READ_ONLY_VIOLATION = "READ_ONLY_VIOLATION"
-SELF_REVIEW_ESCALATED = "SELF_REVIEW_ESCALATED"
-INVALID_CITATIONS = "INVALID_CITATIONS"
-# Gates that approve judges here (with their own refusal codes), not by the generic "gates not green".
-VERDICT_GATES = (READ_ONLY_VIOLATION, SELF_REVIEW_ESCALATED)
-UNWAIVABLE = (READ_ONLY_VIOLATION,)
+LANDABLE = "landable"
+NEEDS_REVIEW = "needs_review"
+REFUSED = "refused"
+OUTCOMES = (LANDABLE, NEEDS_REVIEW, REFUSED)
 
-VIOLATION_PATCH = "violation.patch"
-CITATIONS_FILE = "citations.json"
-ANSWER_MODES = (Mode.explore, Mode.review)
+NOT_VERIFIED = "NOT_VERIFIED"
+NOT_PROVEN = "NOT_PROVEN"
+WAIVED = "WAIVED"
 
-__all__ = ["ESCALATED", "FAILED", "PASSED", "SKIPPED", "UNPARSEABLE"]  # self-review outcomes, re-exported
+# States in which no verdict exists yet: the run has not been judged.
+UNDECIDED = frozenset({"prepared", "working", "worked", "interrupted"})
+# States a worker's failure ends in; the recorded error is the reason.
+FAILURES = frozenset({"failed", "blocked", "cancelled"})
+
+_NOT_VERIFIED_SENTENCE = ("the task has no verify commands, so bosun checked nothing: a person must read the "
+                          "change")
 
 
-# ---------------------------------------------------------------------------------------------
-# read-only modes
-
-
-def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
-    """For a non-``code`` run: save what the worker wrote as ``violation.patch``, restore the worktree
-    to the start tree and return the red gate. None for code runs and for read-only runs that wrote
-    nothing. Call before the change is computed, so the change of a read-only run is always empty.
-    A violation sticks to the run: re-verifying the restored tree does not make it approvable."""
-    from bosun.engine.context import scan_run, view_of
-    from bosun.isolation.change import materialize
-
-    if task.mode == Mode.code:
+def decide(
+    run: Mapping[str, Any],
+    task: Mapping[str, Any] | None,
+    gates: Sequence[Mapping[str, Any]],
+    verification: Mapping[str, Any] | None,
+) -> dict[str, Any] | None:
+    """``{outcome, reasons: [{code, sentence}], acknowledged}`` of a run from its record; None while the
+    run has not been judged. ``task`` is the contract as JSON (task.json's ``task``)."""
+    state = run["state"]
+    if state in UNDECIDED:
         return None
-    change = scan_run(run)
-    if change.problems:
-        return None  # a change bosun cannot represent is refused on its own, before anything runs
-    if not change.changes:
-        earlier = (run.get("data") or {}).get("read_only_violation")
-        if earlier:
-            return GateResult(READ_ONLY_VIOLATION, False,
-                              f"mode {task.mode.value} must not change files, but the worker of this run changed "
-                              f"{earlier.get('count')} earlier (discarded; kept in {VIOLATION_PATCH})")
-        return None
-    files = sorted({c.path for c in change.changes})
-    write_bytes_atomic(paths.run_dir(run["id"]) / VIOLATION_PATCH, change.diff)
-    # Back to exactly the start tree (ignored files included). A later `work --resume` starts clean,
-    # and nothing the worker wrote can be verified, approved or merged.
-    view = view_of(run)
-    materialize(view, view.git(["rev-parse", f"{run['start_commit']}^{{tree}}"]).strip().decode())
-    store.merge_data(run["id"], read_only_violation={
-        "files": files[:50], "count": len(files), "patch": VIOLATION_PATCH,
-        "diff_sha256": hashlib.sha256(change.diff).hexdigest(),
-    })
-    shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    return GateResult(
-        READ_ONLY_VIOLATION, False,
-        f"mode {task.mode.value} must not change files, but the worker changed {shown}; "
-        f"the writes were discarded (kept in {VIOLATION_PATCH}) and cannot be approved",
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# self-review
-
-
-def review_status(judged: dict[str, Any] | None) -> str | None:
-    """The outcome of a recorded self-review; None when there was none."""
-    if not judged:
-        return None
-    if judged.get("status"):
-        return str(judged["status"])
-    return ESCALATED if judged.get("review_escalate") else PASSED  # records written before "status"
-
-
-def self_review_gate(judged: dict[str, Any] | None) -> GateResult | None:
-    """The gate row for a self-review that ran (None when it was not configured or was skipped)."""
-    status = review_status(judged)
-    if status in (None, SKIPPED):
-        return None
-    assert judged is not None
-    if status == PASSED:
-        return GateResult(SELF_REVIEW_ESCALATED, True, "the self-review found every criterion met and no P0..P2 finding")
-    reasons = "; ".join(str(r) for r in judged.get("reasons", [])[:3]) or status
-    return GateResult(SELF_REVIEW_ESCALATED, False, f"self-review {status}: {reasons}")
-
-
-def current_review(run: RunRow) -> dict[str, Any] | None:
-    """The self-review recorded for the run's current diff (a review of an earlier diff is stale)."""
-    judged = read_json(paths.run_dir(run["id"]) / REVIEW_FILE, None)
-    if not isinstance(judged, dict):
-        return None
-    if judged.get("diff_sha256") and run.get("diff_sha256") and judged["diff_sha256"] != run["diff_sha256"]:
-        return None
-    return judged
-
-
-def _parent_review_passes(review: dict[str, Any] | None) -> bool:
-    from bosun.engine.review import open_blocking_findings, validate_review
-
-    if review is None:
-        return False
-    validate_review(review)
-    rejected = str(review.get("verdict", "")).lower() in ("reject", "rejected", "request_changes")
-    return not rejected and not open_blocking_findings(review)
-
-
-# ---------------------------------------------------------------------------------------------
-# approval
-
-
-def check_waivers(waivers: dict[str, str]) -> None:
-    for code in waivers:
-        if code in UNWAIVABLE:
-            raise BadInput(
-                f"{code} cannot be waived: only a code task can land a change",
-                "run the task again in mode code if the change is wanted; the discarded writes are in "
-                f"the run directory ({VIOLATION_PATCH})",
-            )
-
-
-def refuse_unapprovable(
-    run: RunRow, task: TaskContract, review: dict[str, Any] | None, waivers: dict[str, str]
-) -> str | None:
-    """Raise ``Rejected`` when the run's verdict forbids approval; otherwise return a note for the
-    record when a self-review escalation was overruled by the parent's review (else None)."""
-    check_waivers(waivers)
     data = run.get("data") or {}
-    if task.mode != Mode.code and data.get("read_only_violation"):
-        v = data["read_only_violation"]
-        raise Rejected(
-            f"cannot approve {run['id']}: a {task.mode.value} run may not change files, and this worker "
-            f"changed {v.get('count', '?')} (discarded; kept in {v.get('patch', VIOLATION_PATCH)})",
-            "no waiver applies; read the answer with `bosun show`, or run the task in mode code",
-            code=READ_ONLY_VIOLATION,
-        )
-    judged = current_review(run)
-    status = review_status(judged)
-    if status in (None, PASSED, SKIPPED) or SELF_REVIEW_ESCALATED in waivers:
-        return None
-    if _parent_review_passes(review):
-        return f"self-review {status}; approved on the parent's own review"
-    assert judged is not None
-    reasons = [str(r) for r in judged.get("reasons", [])] or [f"the self-review {status}"]
-    raise Rejected(
-        f"cannot approve {run['id']}: the self-review {status}: " + "; ".join(reasons[:5]),
-        "read the findings (`bosun show " + run["id"] + "`); fix them with `bosun work --resume`, approve "
-        "with your own review (`--review FILE`), or `--waive SELF_REVIEW_ESCALATED --reason TEXT`",
-        code=SELF_REVIEW_ESCALATED,
-    )
+    task = task or {}
+    refused = _refusals(state, data, gates, verification)
+    if refused:
+        return {"outcome": REFUSED, "reasons": refused, "acknowledged": None}
+    reasons = review_reasons(task, gates, verification)
+    ack = data.get("acknowledged") if reasons else None
+    if ack and not {r["code"] for r in reasons} <= set(ack.get("codes") or ()):
+        ack = None  # acknowledged for other reasons than these (the change was verified again since)
+    return {"outcome": NEEDS_REVIEW if reasons else LANDABLE, "reasons": reasons, "acknowledged": ack or None}
 
 
-def ensure_landable(run: RunRow, task: TaskContract) -> None:
-    """Integration's last word: a read-only run never lands anything, whatever else its record says."""
-    if task.mode != Mode.code and (run.get("files_changed") or (run.get("data") or {}).get("read_only_violation")):
-        raise Rejected(
-            f"run {run['id']} is a {task.mode.value} run; it cannot land a change",
-            "only code tasks change your branch; `bosun discard` the run",
-            code=READ_ONLY_VIOLATION,
-        )
+def _refusals(state: str, data: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
+              verification: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    error = data.get("error") if isinstance(data.get("error"), dict) else None
+    if state in FAILURES:
+        code = str((error or {}).get("code") or state.upper())
+        message = str((error or {}).get("message") or f"the run was {state}")
+        return [{"code": code, "sentence": message}]
+    out = [{"code": str(g["code"]), "sentence": str(g.get("detail") or "")}
+           for g in gates if not g.get("ok") and not g.get("waived")]
+    if not out and verification is not None and verification.get("passed") is False and not _waived(gates, "VERIFY_FAILED"):
+        out.append({"code": "VERIFY_FAILED", "sentence": "the verify commands failed on the change"})
+    if not out and state == "rejected":
+        # Refused after verification (records that disagree with the tree, a failed re-verification).
+        code = str((error or {}).get("code") or "REJECTED")
+        out.append({"code": code, "sentence": str((error or {}).get("message") or "the run was rejected")})
+    return out
 
 
-# ---------------------------------------------------------------------------------------------
-# answers
+def review_reasons(task: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
+                   verification: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """What a person must decide about a change no gate refused, in a stable order."""
+    reasons: list[dict[str, str]] = []
+    code_mode = task.get("mode", "code") == "code"
+    if code_mode and not task.get("verify"):
+        reasons.append({"code": NOT_VERIFIED, "sentence": _NOT_VERIFIED_SENTENCE})
+    elif code_mode and task.get("proof", "required") == "required" and verification is not None \
+            and verification.get("passed") and verification.get("proven") is not True:
+        proof = str(verification.get("proof") or "bosun has no proof that the tests failed before this change")
+        reasons.append({"code": NOT_PROVEN, "sentence": f"not proven: {proof}"})
+    for g in gates:
+        for r in g.get("review") or []:
+            reasons.append({"code": str(r["code"]), "sentence": str(r["sentence"])})
+        if g.get("waived"):
+            reasons.append({"code": WAIVED, "sentence": f"{g['code']} was waived: {g.get('waiver_reason') or ''}"
+                            .rstrip(": ")})
+    return reasons
 
 
-def answer_gate(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
-    """Check the citations of an explore or review answer against the start tree; record them in
-    ``citations.json`` and ``answer_verified``; return the gate row (None for other modes)."""
-    from bosun.engine.citations import GitTree, answer_verified, check_answer
+def _waived(gates: Sequence[Mapping[str, Any]], code: str) -> bool:
+    return any(g.get("code") == code and g.get("waived") for g in gates)
 
-    if task.mode not in ANSWER_MODES:
-        return None
-    answer = ((run.get("data") or {}).get("worker") or {}).get("final_text") or ""
-    checked = check_answer(GitTree(run["repo"], run["start_commit"]), answer)
-    verified = answer_verified(checked)
-    record.write_doc(run["id"], CITATIONS_FILE, {**checked, "answer_verified": verified, "tree": run["start_commit"]})
-    store.merge_data(run["id"], answer_verified=verified)
-    if verified is None:
-        return GateResult(INVALID_CITATIONS, True, "the answer cites no path:line; nothing could be checked")
-    if verified:
-        return GateResult(INVALID_CITATIONS, True, f"all {checked['checked']} citation(s) exist in the start tree")
-    bad = "; ".join(str(i.get("problem")) for i in checked["invalid"][:3])
-    return GateResult(
-        INVALID_CITATIONS, False,
-        f"{checked['checked'] - checked['valid']} of {checked['checked']} citation(s) are not backed: {bad}",
-    )
+
+def codes(verdict: Mapping[str, Any] | None) -> list[str]:
+    """The distinct reason codes of a verdict, in order."""
+    seen: list[str] = []
+    for r in (verdict or {}).get("reasons") or []:
+        if r["code"] not in seen:
+            seen.append(r["code"])
+    return seen
+
+
+def missing_acknowledgments(verdict: Mapping[str, Any], acknowledge: Iterable[str]) -> list[str]:
+    """The reason codes of a needs-review verdict that ``acknowledge`` does not name."""
+    named = {str(c).strip().upper() for c in acknowledge}
+    return [c for c in codes(verdict) if c not in named]
+
+
+def waits_for_a_person(verdict: Mapping[str, Any] | None) -> bool:
+    """A needs-review verdict nobody has acknowledged: the run must not land on its own."""
+    return verdict is not None and verdict["outcome"] == NEEDS_REVIEW and not verdict.get("acknowledged")
+
+
+def may_land(verdict: Mapping[str, Any] | None) -> bool:
+    """Landable, or needing review and acknowledged by a person, a script's --yes or the parent."""
+    if not verdict:
+        return False
+    return verdict["outcome"] == LANDABLE or (verdict["outcome"] == NEEDS_REVIEW and bool(verdict.get("acknowledged")))
+
+
+def one_line(verdict: Mapping[str, Any] | None) -> str:
+    """The verdict in one line, as every text surface says it."""
+    if not verdict:
+        return "not judged yet"
+    outcome = verdict["outcome"]
+    if outcome == LANDABLE:
+        return "landable"
+    shown = ", ".join(codes(verdict)[:6])
+    if outcome == REFUSED:
+        return f"refused ({shown})"
+    ack = verdict.get("acknowledged")
+    return f"needs review ({shown})" + (f"; acknowledged by {ack.get('by')}" if ack else "")
+
+
+def of_run(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The verdict of a stored run, read from its run directory."""
+    from bosun.fileio import read_json
+    from bosun.paths import run_dir
+
+    rdir = run_dir(run["id"])
+    task_doc = read_json(rdir / "task.json", {}) or {}
+    gates = (read_json(rdir / "gates.json", {}) or {}).get("gates", [])
+    return decide(run, task_doc.get("task"), gates, read_json(rdir / "verification.json", None))

@@ -110,16 +110,17 @@ def verify_change(
         held = heldout_tree(view, run["start_commit"], change.tree, change.changes) \
             if task.mode == Mode.code and verification["passed"] else None
         if held is not None:
-            materialize(view, with_holdout(view, held[0], full_start, hidden))
+            materialize(view, with_holdout(view, held.tree, full_start, hidden))
             heldout_doc = run_verify_commands(task, run, view.worktree)
-            verification["heldout"] = {**heldout_doc, "tree": held[0], "paths": held[1]}
+            verification["heldout"] = {**heldout_doc, "tree": held.tree, "paths": held.paths, "excused": held.excused}
     finally:
         materialize(view, change.tree)  # holdout files and original tests leave the worktree again
     verification["tree"] = change.tree
     if task.mode == Mode.code and task.verify:
         verification.update(prove(run["id"], heldout_doc or verification))
-        gates.append(rewritten_gate(task, verification, heldout_doc, held[1] if held else [],
-                                    (verification.get("baseline") or None), _kept_tests_changed(run, task, change)))
+        gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
+                                    (verification.get("baseline") or None), _kept_tests_changed(run, task, change),
+                                    held.excused if held else []))
     return verification, gates
 
 

@@ -54,7 +54,7 @@ GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
 # read-only review turn edited files. Listed here so they are documented like every other gate.
 ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED",
                                       "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE",
-                                      # engine/verdict.py: a read-only run that wrote, an answer's
+                                      # engine/approval.py: a read-only run that wrote, an answer's
                                       # unbacked citations, an escalated self-review
                                       "READ_ONLY_VIOLATION", "INVALID_CITATIONS", "SELF_REVIEW_ESCALATED",
                                       # engine/worktrees.py: set-up's files changed behind a link

@@ -21,6 +21,7 @@ reviewer in the detail without failing the gate.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from bosun.changes import FileChange, GateResult
 from bosun.gates import jstests, pytests, testdata, tripwire
@@ -67,27 +68,60 @@ def check_tests_weakened(ctx: GateContext) -> GateResult:
     review = f"; for review: {listing(notes)}" if notes else ""
     if refusals:
         return GateResult(TEST_WEAKENED, False, f"tests weakened: {listing(refusals)}{review}")
+    reasons = review_reasons(notes)
     if not judged:
-        return GateResult(TEST_WEAKENED, True, f"no test files changed{review}")
-    return GateResult(TEST_WEAKENED, True, f"{plural(judged, 'test file')} changed, none weakened{review}")
+        return GateResult(TEST_WEAKENED, True, f"no test files changed{review}", review=reasons)
+    return GateResult(TEST_WEAKENED, True, f"{plural(judged, 'test file')} changed, none weakened{review}",
+                      review=reasons)
+
+
+# Notes that only a person can judge, by the phrase their producer writes (pytests, jstests, testdata).
+# The others (a test moved to another file, removed with the code it tested) are facts for the record.
+EXPECTED_VALUE_CHANGED = "EXPECTED_VALUE_CHANGED"
+TEST_DATA_CHANGED = "TEST_DATA_CHANGED"
+SKIP_GUARD_ADDED = "SKIP_GUARD_ADDED"
+_REVIEW_PHRASES = (
+    ("changes an expected value", EXPECTED_VALUE_CHANGED, "the change rewrites expected values in existing tests"),
+    ("of its parametrized cases", EXPECTED_VALUE_CHANGED, "the change rewrites parametrized cases of existing tests"),
+    ("(test data) changed", TEST_DATA_CHANGED, "the change edits test data that existing tests compare against"),
+    ("adds a skip guard", SKIP_GUARD_ADDED, "the change adds a skip guard like those already in the file"),
+)
+
+
+def review_reasons(notes: list[str]) -> list[dict[str, str]]:
+    """One review reason per kind of note: its code and one sentence naming where (up to three places)."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for note in notes:
+        for phrase, code, sentence in _REVIEW_PHRASES:
+            if phrase in note:
+                found.setdefault(code, (sentence, []))[1].append(note)
+                break
+    return [{"code": code, "sentence": f"{sentence}: {listing(where)}; check they were wrong before, not made "
+             "to fit"} for code, (sentence, where) in found.items()]
 
 
 def removed_definitions(ctx: GateContext) -> dict[str, str]:
-    """Functions and classes the change deletes from non-test code: name -> the file they were in.
+    """Functions and classes the change deletes from non-test code: name -> the file they were in."""
+    return removed_names(ctx.changes, ctx.base_text, ctx.new_text)
+
+
+def removed_names(changes: list[FileChange], base_text: Callable[[str], str | None],
+                  new_text: Callable[[str], str | None]) -> dict[str, str]:
+    """Functions and classes ``changes`` delete from non-test code: name -> the file they were in.
 
     A name defined in one changed file and still defined in another (a move) is not removed.
     """
     before: dict[str, str] = {}
     after: set[str] = set()
-    for change in ctx.changes:
+    for change in changes:
         old = _old_path(change)
         if is_test_file(old) or not (is_python(old) or is_js(old)):
             continue
         rx = _PY_DEFS if is_python(old) else _JS_DEFS
-        for name in _names(rx, ctx.base_text(old)):
+        for name in _names(rx, base_text(old)):
             before.setdefault(name, old)
         if change.status[:1] != "D":
-            after |= _names(rx, ctx.new_text(change.path))
+            after |= _names(rx, new_text(change.path))
     return {name: path for name, path in before.items() if name not in after}
 
 

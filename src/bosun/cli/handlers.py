@@ -101,7 +101,7 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     from bosun.errors import EXIT_BAD_INPUT, BosunError, Problem
 
     out: dict[str, Any] = {"ok": False, "task": args.task, "title": None, "dry_run": dry_run, "repo": None,
-                           "base": None, "routing": None, "problems": []}
+                           "base": None, "routing": None, "problems": [], "warnings": []}
     try:
         task = load_contract(args.task)
     except BosunError as err:

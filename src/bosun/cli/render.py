@@ -281,6 +281,10 @@ def print_check(out: dict[str, Any]) -> None:
             w(f"  stdin: {worker['stdin']}\n")
         if worker.get("note"):
             w(f"  {worker['note']}\n")
+    for warning in out.get("warnings") or []:
+        w(f"warning: {warning['code']}: {warning['message']}\n")
+        if warning.get("hint"):
+            w(f"  hint: {warning['hint']}\n")
     if out["ok"]:
         w("dry run: nothing was created and nothing was run\n" if out.get("dry_run") else "task ok: it can run\n")
         return

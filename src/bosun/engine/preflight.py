@@ -48,6 +48,7 @@ class Preflight:
     choice: Choice | None = None
     settings: Settings | None = None
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # the task can run, but its verdict will need a person
 
     @property
     def ok(self) -> bool:
@@ -72,7 +73,7 @@ def check_task(
     from bosun.engine.routing import choose_profile
     from bosun.isolation.git import repo_root, resolve_commit
 
-    pf = Preflight()
+    pf = Preflight(warnings=task_warnings(task))
     try:
         pf.repo = repo_root(repo_path)
     except BosunError as exc:
@@ -202,6 +203,17 @@ def _close_programs(program: str, path_env: str) -> str | None:
     return found[0] if found else None
 
 
+def task_warnings(task: TaskContract) -> list[Problem]:
+    """What makes the run's verdict need a person whatever the worker does: said before it starts."""
+    from bosun.contract import Mode
+
+    if task.mode == Mode.code and not task.verify:
+        return [Problem("NOT_VERIFIED", "the task has no verify commands: bosun will check nothing, and the run "
+                        "will need a person's review before it can land (proof: not-required does not change that)",
+                        "add `verify:` commands that fail without the fix and pass with it")]
+    return []
+
+
 def to_json(pf: Preflight) -> dict[str, Any]:
     return {
         "ok": pf.ok,
@@ -209,4 +221,5 @@ def to_json(pf: Preflight) -> dict[str, Any]:
         "base": pf.base,
         "routing": pf.choice.to_dict() if pf.choice else None,
         "problems": [p.to_dict() for p in pf.problems],
+        "warnings": [p.to_dict() for p in pf.warnings],
     }

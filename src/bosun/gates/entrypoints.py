@@ -30,8 +30,10 @@ program the task's verify commands run (read by :mod:`bosun.gates.invocations`):
   src/calc.py``, ``pytest tests/test_calc.py``) are the code under test, not entry points: the task's
   locks and TEST_WEAKENED judge those.
 
-Whatever the change does to these files (add, edit, delete, rename), the gate fails; a user who
-wants the change accepts it with ``--waive VERIFY_ENTRY_CHANGED``.
+Whatever the change does to these files (add, edit, delete, rename), the gate fails, unless the
+task's ``permit`` names the file exactly (a glob never does): then it is a reason for review,
+``VERIFY_ENTRY_PERMITTED``. A user who wants such a change afterwards accepts it with
+``--waive VERIFY_ENTRY_CHANGED``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from bosun.gates.invocations import Invocation, invocations, repo_path, shell_in
 from bosun.globs import match_any
 
 VERIFY_ENTRY_CHANGED = "VERIFY_ENTRY_CHANGED"
+VERIFY_ENTRY_PERMITTED = "VERIFY_ENTRY_PERMITTED"
 
 _TOOL_FILES: dict[str, tuple[str, ...]] = {
     "make": ("Makefile", "makefile", "GNUmakefile", "*.mk", "*.mak"),
@@ -157,13 +160,15 @@ def _commands_in(name: str, text: str) -> list[str]:
 
 def check_entry_points(ctx: GateContext) -> GateResult:
     found: dict[str, str] = {}
+    named: dict[str, str] = {}  # entry points the task's `permit` names exactly: a person reads them
     all_entries = entries(ctx)
     for change in ctx.changes:
         for path in touched_paths(change):
             entry = next((e for e in all_entries if e.covers(path)), None)
             if entry is not None and path not in found:
                 how = " ".join(entry.invocation.argv)
-                found[path] = f"`{how}` through {entry.via}" if entry.via else f"`{how}`"
+                (named if path in ctx.task.permit else found)[path] = \
+                    f"`{how}` through {entry.via}" if entry.via else f"`{how}`"
     if found:
         items = [f"{path} (run by {how})" for path, how in found.items()]
         return GateResult(
@@ -172,6 +177,12 @@ def check_entry_points(ctx: GateContext) -> GateResult:
             f"the worker changed what the verify commands run: {listing(items)}; verification "
             "that runs the worker's own version of the check proves nothing",
         )
+    if named:
+        items = [f"{path} (run by {how})" for path, how in named.items()]
+        return GateResult(VERIFY_ENTRY_CHANGED, True, f"the task permits changes to what the verify commands run: "
+                          f"{listing(items)}", review=[{"code": VERIFY_ENTRY_PERMITTED, "sentence": "the change edits "
+                          f"what the verify commands run, as the task permits: {listing(items)}; verification ran the "
+                          "worker's version of it, so read it"}])
     if not all_entries:
         return GateResult(VERIFY_ENTRY_CHANGED, True, "no verify commands")
     return GateResult(

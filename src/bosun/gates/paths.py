@@ -20,28 +20,51 @@ LOCKED_PATH_CHANGED = "LOCKED_PATH_CHANGED"
 OUT_OF_SCOPE = "OUT_OF_SCOPE"
 
 
+# Never lifted by a task's ``permit``: git's own directory, and the file that configures bosun itself.
+NEVER_PERMITTED = (".git/**", "bosun.toml")
+LOCKED_PATH_PERMITTED = "LOCKED_PATH_PERMITTED"
+
+
+def permitted(path: str, permit: list[str]) -> bool:
+    """Whether the task's ``permit`` globs let it change this always-locked path."""
+    return bool(permit) and match_any(path, permit) is not None and match_any(path, list(NEVER_PERMITTED)) is None
+
+
 def check_locked(ctx: GateContext) -> GateResult:
     offences: list[str] = []
+    allowed: list[str] = []
     locked = [p for p in ctx.locked if p not in HARNESS_LOCKED]
     selected = tox_selected_envs([(inv.argv, inv.env) for inv in invocations(ctx.task)])
+    permit = list(ctx.task.permit)
     for change in ctx.changes:
+        found: list[str] = []
         for path in touched_paths(change):
             pattern = match_any(path, locked)
             if pattern is not None:
-                offences.append(path if pattern == path else f"{path} (locked by {pattern!r})")
-        offences += locked_sections(change, ctx.base_text, ctx.new_text, selected)
-    offences = unique(offences)
+                found.append(path if pattern == path else f"{path} (locked by {pattern!r})")
+        found += locked_sections(change, ctx.base_text, ctx.new_text, selected)
+        if found and all(permitted(p, permit) for p in touched_paths(change)):
+            allowed += found  # the task permits this path: a person reads it, nothing is refused
+        else:
+            offences += found
+    offences, allowed = unique(offences), unique(allowed)
+    review = [{"code": LOCKED_PATH_PERMITTED, "sentence": f"the change edits locked paths the task permits: "
+               f"{listing(allowed)}; read them, they can change how the project is built or tested"}] if allowed else []
     if offences and all(o.endswith(NEW_ENV) for o in offences):
         names = [o.removesuffix(" " + NEW_ENV) for o in offences]
         return GateResult(
             LOCKED_PATH_CHANGED,
             False,
             f"the worker added tox environments to locked test configuration: {listing(names)}; no verify "
-            "command selects them and nothing that ran before changes, but additions to locked "
-            "configuration need your approval (waive LOCKED_PATH_CHANGED to accept)",
+            "command selects them and nothing that ran before changes, but locked configuration changes only "
+            "where the task permits it (`permit: [tox.ini]`)",
         )
     if offences:
-        return GateResult(LOCKED_PATH_CHANGED, False, f"locked paths changed: {listing(offences)}")
+        return GateResult(LOCKED_PATH_CHANGED, False, f"locked paths changed: {listing(offences)}"
+                          + ("; a task that must change them names them in `permit`" if not permit else ""))
+    if allowed:
+        return GateResult(LOCKED_PATH_CHANGED, True, f"locked paths changed as the task permits: {listing(allowed)}",
+                          review=review)
     return GateResult(
         LOCKED_PATH_CHANGED,
         True,

@@ -1,0 +1,178 @@
+"""Each reason a verified change waits for a person, end to end with a real `command` worker.
+
+A run that needs review never lands on its own: `--auto-approve` leaves the user's branch, index and
+files byte-identical and exits 7; a script's `approve --yes` or a person at a terminal lands it, and
+who said yes is recorded. The honest, proven fix still lands with `--auto-approve`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, git, task_yaml, user_state
+
+FILES_WORKER = ROOT / "tests" / "workers" / "files.py"
+FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+
+
+@pytest.fixture
+def files_repo(repo: Path) -> Path:
+    with (repo / "bosun.toml").open("a") as fh:
+        fh.write(f'\n[profiles.files]\nadapter = "command"\nenv = ["BOSUN_TEST_FILES"]\n'
+                 f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FILES_WORKER))}]\n")
+    git(repo, "commit", "-qam", "files profile")
+    return repo
+
+
+def delegate(cli, repo: Path, tmp_path: Path, monkeypatch, edits: dict, *extra: str, **task: object):
+    plan = tmp_path / "edits.json"
+    plan.write_text(json.dumps(edits))
+    monkeypatch.setenv("BOSUN_TEST_FILES", str(plan))
+    task.setdefault("locked", [])
+    path = task_yaml(tmp_path / "task.json", **task)
+    return cli("delegate", str(path), "--repo", str(repo), "--profile", "files", "--json", *extra)
+
+
+def reasons(res: dict) -> list[str]:
+    return [r["code"] for r in res["verdict"]["reasons"]]
+
+
+TOX = "[tox]\nenvlist = py311\n\n[testenv]\ncommands = pytest\n"
+TOX_MORE = TOX + "\n[testenv:lint]\ncommands = ruff check .\n"
+VERIFY_SUB = f"{sys.executable} -m pytest -q tests/test_calc.py::test_sub"
+TEST_REWRITTEN = ("from calc import add, sub\n\n\ndef test_add():\n    assert add(2, 3) == 5\n    assert add(0, 0) == 0\n\n\n"
+                  "def test_sub():\n    assert sub(5, 3) == 3\n")
+SUB_CHANGED = FIXED.replace("return a - b\n", "return a - b + 1\n")
+
+# One case per review reason: (the worker's edits, the task's fields, the reason the verdict gives).
+CASES = {
+    "not_proven": ({"src/calc.py": FIXED}, {"verify": [VERIFY_SUB]}, "NOT_PROVEN"),
+    "not_verified": ({"src/calc.py": FIXED}, {"verify": []}, "NOT_VERIFIED"),
+    "not_verified_proof_not_required": ({"src/calc.py": FIXED}, {"verify": [], "proof": "not-required"}, "NOT_VERIFIED"),
+    "tests_rewrite": ({"src/calc.py": SUB_CHANGED, "tests/test_calc.py": TEST_REWRITTEN}, {"tests": "rewrite"},
+                      "TESTS_REWRITTEN"),
+    "expected_value": ({"src/calc.py": SUB_CHANGED, "tests/test_calc.py": TEST_REWRITTEN}, {"tests": "rewrite"},
+                       "EXPECTED_VALUE_CHANGED"),
+    "permitted_locked_path": ({"src/calc.py": FIXED, "tox.ini": TOX_MORE}, {"permit": ["tox.ini"]},
+                              "LOCKED_PATH_PERMITTED"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_auto_approve_of_a_run_that_needs_review_lands_nothing(cli, files_repo, tmp_path, monkeypatch, case):
+    edits, task, reason = CASES[case]
+    if "tox.ini" in edits:
+        (files_repo / "tox.ini").write_text(TOX)
+        git(files_repo, "add", "tox.ini")
+        git(files_repo, "commit", "-qm", "tox")
+    (files_repo / "notes.txt").write_text("the user's own uncommitted work\n")  # dirty tree, untracked file
+    git(files_repo, "add", "notes.txt")  # and a staged one: the index must stay as it is too
+    before = user_state(files_repo)
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, edits, "--auto-approve", **task)
+    assert code == 7, res
+    assert res["state"] == "verified" and res["verdict"]["outcome"] == "needs_review", res
+    assert reason in reasons(res), res["verdict"]
+    assert res["merged_commit"] is None
+    assert user_state(files_repo) == before  # branch, index, stash, files: byte-identical
+    assert all(r["sentence"] and "\n" not in r["sentence"] for r in res["verdict"]["reasons"])
+    # A script lands it only by saying so, and that is recorded.
+    code, waiting = cli("approve", res["id"], "--json")
+    assert code == 7 and waiting["error"]["code"] == "NEEDS_REVIEW" and reason in waiting["error"]["message"]
+    code, out = cli("approve", res["id"], "--yes", "--json")
+    assert code == 0 and out["state"] == "approved", out
+    assert out["verdict"]["acknowledged"]["by"] == "script" and reason in out["verdict"]["acknowledged"]["codes"]
+
+
+def test_the_honest_proven_fix_still_lands_with_auto_approve(cli, files_repo, tmp_path, monkeypatch):
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, "--auto-approve")
+    assert code == 0, res
+    assert res["verdict"] == {"outcome": "landable", "reasons": [], "acknowledged": None}
+    assert res["state"] == "cleaned" and res["merged_commit"]
+    assert "return a + b" in (files_repo / "src" / "calc.py").read_text()
+
+
+def test_a_new_tox_environment_is_refused_unless_the_task_permits_it(cli, files_repo, tmp_path, monkeypatch):
+    (files_repo / "tox.ini").write_text(TOX)
+    git(files_repo, "add", "tox.ini")
+    git(files_repo, "commit", "-qm", "tox")
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED, "tox.ini": TOX_MORE})
+    assert code == 3 and res["verdict"]["outcome"] == "refused", res
+    assert "LOCKED_PATH_CHANGED" in reasons(res)
+    assert "permit" in next(g for g in res["gates"] if g["code"] == "LOCKED_PATH_CHANGED")["detail"]
+
+
+def test_permit_never_covers_a_verify_entry_point_unless_named_exactly(cli, files_repo, tmp_path, monkeypatch):
+    (files_repo / "Makefile").write_text("test:\n\tpython -m pytest -q tests\n")
+    git(files_repo, "add", "Makefile")
+    git(files_repo, "commit", "-qm", "make")
+    gutted = {"src/calc.py": FIXED, "Makefile": "test:\n\t@echo ok\n"}
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, gutted, verify=["make test"], permit=["Make*"])
+    assert code == 3 and "VERIFY_ENTRY_CHANGED" in reasons(res), res
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, gutted, verify=["make test"], permit=["Makefile"])
+    assert code == 7 and "VERIFY_ENTRY_PERMITTED" in reasons(res), res
+
+
+def test_check_and_dry_run_warn_that_a_task_without_verify_commands_is_never_verified(cli, files_repo, tmp_path):
+    path = task_yaml(tmp_path / "task.json", verify=[], proof="not-required")
+    code, out = cli("check", str(path), "--repo", str(files_repo), "--json")
+    assert code == 0 and [w["code"] for w in out["warnings"]] == ["NOT_VERIFIED"], out
+    code, text = cli("delegate", str(path), "--repo", str(files_repo), "--dry-run")
+    assert code == 0 and "warning: NOT_VERIFIED" in text, text
+    code, out = cli("check", str(task_yaml(tmp_path / "ok.json"), ), "--repo", str(files_repo), "--json")
+    assert out["warnings"] == []
+
+
+RENAMED = FIXED.replace("def add(", "def plus(")
+RENAMED_TESTS = "from calc import plus, sub\n\n\ndef test_plus():\n    assert plus(2, 3) == 5\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+
+
+def test_tests_renamed_with_their_subject_are_not_held_against_the_change(cli, files_repo, tmp_path, monkeypatch):
+    # add() is renamed plus() (and fixed); its test goes with it. The original test_add cannot run on
+    # the change, and the original test_sub still must.
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": RENAMED, "tests/test_calc.py": RENAMED_TESTS})
+    gate = next(g for g in res["gates"] if g["code"] == "TESTS_REWRITTEN")
+    assert gate["ok"] and "tests/test_calc.py::test_add" in gate["detail"], gate
+    # test_add failed before the change, and the change removed what it tests: a person decides.
+    assert code == 7 and reasons(res) == ["SUBJECT_REMOVED"], res["verdict"]
+
+
+def test_a_renamed_subject_does_not_excuse_the_tests_that_still_fail(cli, files_repo, tmp_path, monkeypatch):
+    # sub() keeps its name; the worker rewrites its expected value to the buggy output. Renaming add()
+    # excuses only the tests of add().
+    cheat = RENAMED_TESTS.replace("sub(5, 3) == 2", "sub(5, 3) == 3")
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch,
+                         {"src/calc.py": RENAMED.replace("return a - b\n", "return a - b + 1\n"), "tests/test_calc.py": cheat})
+    assert code == 3 and "TESTS_REWRITTEN" in reasons(res), res["verdict"]
+
+
+def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
+    assert code == 7, res
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "0"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bosun", "approve", res["id"]], stdin=follower, stderr=follower,
+                              stdout=subprocess.PIPE, env=env, timeout=120, cwd=files_repo)
+        os.close(follower)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0, (proc.stdout, said)
+    assert b"NOT_PROVEN" in said and b"needs review" in said
+    code, out = cli("show", res["id"], "--json")
+    assert out["state"] == "approved" and out["verdict"]["acknowledged"]["by"] == "person"

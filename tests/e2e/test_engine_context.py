@@ -11,7 +11,7 @@ from bosun import config
 from bosun.contract import load_contract
 from bosun.engine import context
 from bosun.engine.context import Ctx
-from bosun.engine.lifecycle import delegate
+from bosun.engine.delegation import delegate
 from bosun.store.db import open_store
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from bosun.contract import TaskContract
 from bosun.engine.context import Ctx
-from bosun.engine.lifecycle import delegate
+from bosun.engine.delegation import delegate
 from bosun.errors import BosunError
 from bosun.store.db import open_store
 

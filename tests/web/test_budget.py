@@ -11,7 +11,7 @@ import pytest
 
 from bosun.engine.budget import BudgetExceeded, month_start
 from bosun.engine.context import Ctx
-from bosun.engine.lifecycle import delegate
+from bosun.engine.delegation import delegate
 from bosun.errors import BosunError
 from bosun.paths import run_dir
 from bosun.store.db import open_store

@@ -150,7 +150,7 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
     from bosun.cli.render import describe_event
     from bosun.contract import load_contract
     from bosun.engine.context import Ctx
-    from bosun.engine.lifecycle import delegate
+    from bosun.engine.delegation import delegate
     from bosun.errors import BosunError
     from bosun.replay import ReplayServer
     from bosun.results import run_result

@@ -40,7 +40,7 @@ PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("p
 
 # The run result's keys (docs/cli.md), null when an error comes before there is a run.
 NULL_RESULT_KEYS = (
-    "id", "state", "title", "profile", "profile_reason", "base", "source_branch", "branch", "worktree",
+    "id", "state", "verdict", "title", "profile", "profile_reason", "base", "source_branch", "branch", "worktree",
     "diff_sha256", "files_changed", "gates", "verification", "usage", "cost_usd", "merged_commit", "run_dir",
     "savings", "final_message",
 )

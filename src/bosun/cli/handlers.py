@@ -65,7 +65,7 @@ def _refuse_secret(task: Any, args: argparse.Namespace) -> None:
 
 def cmd_delegate(args: argparse.Namespace) -> int:
     from bosun.contract import load_contract
-    from bosun.engine.lifecycle import delegate
+    from bosun.engine.delegation import delegate
 
     if args.dry_run:
         return _check(args, dry_run=True)

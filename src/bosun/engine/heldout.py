@@ -121,7 +121,7 @@ def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[Fi
         try:
             return view.git(["cat-file", "blob", f"{rev}:{path}"]).decode("utf-8", "replace")
         except BosunError:
-            return None
+            return None  # absent on that side (added or deleted): nothing was defined there
 
     python_tests = [p for p in put if p.endswith(".py") and is_test_file(p)]
     if not python_tests:

@@ -185,6 +185,7 @@ def work(
     worker runs, bosun has nothing else to do."""
     from bosun.engine.attempts import run_attempts
     from bosun.engine.baseline import start_baseline
+    from bosun.engine.warm_up import warm_up_after_worker
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -206,7 +207,7 @@ def work(
         baseline = start_baseline(run, task, settings.baseline)
         try:
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event,
-                                   on_worker_start=_warm_up if warm_up else None)
+                                   on_worker_start=warm_up_after_worker if warm_up else None)
             ctx.store.merge_data(run_id, worker_window=[began, boot_clock()])
             _check_user_git(ctx, run_id, watch)
             if baseline is not None and outcome.result.status == "ok":
@@ -226,35 +227,6 @@ def work(
                 ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, reason)
             raise
         return _finish_work(ctx, run_id, outcome)
-
-
-# What verification, the gates and the receipt load once the worker stops. A delegation loads them while
-# the worker runs (bosun has nothing else to do then), so they are not part of its own time after it.
-AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.gates", "bosun.engine.heldout",
-                        "bosun.engine.approval", "bosun.engine.citations", "bosun.engine.run_report", "bosun.results",
-                        "bosun.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
-
-
-def _warm_up() -> None:
-    """In a thread of its own, started with the worker: the supervising thread stays free to watch
-    the worker (its exit seen at once, its descendants noted for containment while it runs). A worker
-    that exits within these ~0.1 s has bosun's next steps share the interpreter lock with it."""
-    import threading
-
-    threading.Thread(target=_load_after_worker, name="bosun-warm-up", daemon=True).start()
-
-
-def _load_after_worker() -> None:
-    import importlib
-
-    from bosun.metrics import _encoder
-
-    for name in AFTER_WORKER_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            return  # the main thread's own import will report it
-    _encoder()  # the tokenizer's vocabulary, about 50 ms with the interpreter lock held
 
 
 def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
@@ -488,89 +460,18 @@ def recover(ctx: Ctx, run_id: str) -> RunRow:
             diff, _ = compute_change(run)
             if diff:
                 ctx.store.transition(run_id, states.INTERRUPTED, states.WORKED, "recover: the worker left a diff")
+                _retake_baseline(ctx, run)
                 return _verify_worked(ctx, run_id)
             ctx.store.transition(run_id, states.INTERRUPTED, states.PREPARED, "recover: no diff; ready to work again")
             return ctx.store.require_run(run_id)
         if run["state"] == states.WORKED:
+            _retake_baseline(ctx, run)
             return _verify_worked(ctx, run_id)
         raise BadInput(f"run {run_id} is {run['state']!r}; nothing to recover", "`bosun show` the run")
 
 
-# ---------------------------------------------------------------------------------------------
-# delegate
+def _retake_baseline(ctx: Ctx, run: RunRow) -> None:
+    """The process that died took the baseline with it: without one the change is not proven."""
+    from bosun.engine.baseline import start_baseline
 
-
-def delegate(
-    ctx: Ctx,
-    task: TaskContract,
-    repo_path: Path,
-    profile_name: str | None = None,
-    auto_approve: bool = False,
-    wait: bool = False,
-    on_event: Any = None,
-    task_source: str | None = None,
-    on_prepared: Any = None,
-) -> RunRow:
-    """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
-
-    The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
-    from bosun.quick_exit import skip_final_collection
-
-    skip_final_collection()  # the process that delegates exits without collecting what it loaded
-    ctx = ctx.pinned()
-    run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
-    run_id = run["id"]
-    if on_prepared is not None:
-        on_prepared(run_id)
-    try:
-        return _delegate_loop(ctx, run_id, task, auto_approve, on_event)
-    finally:
-        from bosun.notify import notify_run
-
-        notify_run(ctx, run_id)
-
-
-def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
-    from bosun.engine.baseline import settle, stop_running
-
-    with locks.run_lock(run_id):
-        try:
-            run = _work_verify_land(ctx, run_id, task, auto_approve, on_event)
-        except BaseException:
-            stop_running(run_id)  # nothing of the baseline outlives a delegation that failed
-            raise
-        settle(run_id)  # a baseline that verification did not need (a refused change) is still recorded
-        return run
-
-
-def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
-    try:
-        # The baseline goes on while the change is verified: a fast worker does not wait for it.
-        run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_up=True)
-    except BosunError:
-        _safe_report(ctx, run_id)
-        raise
-    if run["state"] == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
-        _safe_report(ctx, run_id)
-        return ctx.store.require_run(run_id)
-    run = verify(ctx, run_id, task)
-    if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code and _landable(run):
-        approve(ctx, run_id, task=task)
-        integrate(ctx, run_id, task=task)
-        return report(ctx, run_id)
-    _safe_report(ctx, run_id)
-    return ctx.store.require_run(run_id)
-
-
-def _landable(run: RunRow) -> bool:
-    """Only a landable verdict lands without a person: one that needs review waits for them."""
-    from bosun.engine import verdict
-
-    judged = verdict.of_run(run)
-    return judged is not None and judged["outcome"] == verdict.LANDABLE
-
-
-def _safe_report(ctx: Ctx, run_id: str) -> None:
-    from bosun.engine.run_report import write_report
-
-    write_report(ctx, ctx.store.require_run(run_id))
+    start_baseline(run, load_task(run["id"]), ctx.settings(Path(run["repo"])).baseline)  # verification settles it

@@ -37,6 +37,7 @@ from bosun.gates.pynodes import (
     optional_names,
     patch_targets,
     same_target,
+    skip_guards,
     snippet,
     suppressor,
     swallower,
@@ -66,6 +67,7 @@ class Marker:
     text: str
     optional: bool = False  # conditioned on an optional binary or module being missing
     key: str = ""  # the marker without its reason, so rewording a reason is not a new marker
+    guard: str = ""  # a skip call's condition and the call without its reason ("except OSError: pytest.skip()")
 
 
 @dataclass
@@ -100,6 +102,11 @@ class PyFile:
     def tests(self) -> dict[str, Func]:
         """The collected tests (read only once the file has been read whole)."""
         return {k: f for k, f in self.funcs.items() if f.is_test}
+
+    @property
+    def guards(self) -> set[str]:
+        """The skip guards the file's functions have (see ``Marker.guard``)."""
+        return {m.guard for f in self.funcs.values() for m in f.markers if m.guard}
 
     @property
     def has_optional_skips(self) -> bool:
@@ -243,11 +250,14 @@ class _Reader:
         markers: list[Marker] = []
         for deco in [*class_markers, *node.decorator_list]:
             markers += self._markers_in(deco, conditional=None)
+        guards = skip_guards(body)
         for sub, cond in walk_with_condition(ast.Module(body=body, type_ignores=[]), None):
-            if isinstance(sub, ast.Call) and last_name(sub.func) in SKIP_NAMES:
-                markers.append(self._marker(sub, cond))
-            elif isinstance(sub, ast.Raise) and sub.exc is not None and last_name(sub.exc) in SKIP_NAMES:
-                markers.append(self._marker(sub, cond))
+            skip = (isinstance(sub, ast.Call) and last_name(sub.func) in SKIP_NAMES) or (
+                isinstance(sub, ast.Raise) and sub.exc is not None and last_name(sub.exc) in SKIP_NAMES)
+            if skip:
+                marker = self._marker(sub, cond)
+                guard = guards.get(id(sub), "")
+                markers.append(replace(marker, guard=f"{guard}: {marker.key}") if guard else marker)
         func.markers = markers
         func.calls = frozenset(last_name(n.func) for s in body for n in ast.walk(s) if isinstance(n, ast.Call))
         if is_test:  # only tests are matched across renames and moves
@@ -347,14 +357,17 @@ class _Reader:
     def _marker(self, node: ast.AST, cond: ast.expr | None) -> Marker:
         name = last_name(node.func) if isinstance(node, ast.Call) else last_name(node)
         optional = False
+        key = marker_key(node)
+        guard = ""
         if name == "importorskip":
             optional = True
         elif isinstance(node, ast.Call) and name in {"skipif", "skipIf", "skipUnless"}:
             test = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "condition"), None)
             optional = test is not None and self._probes_optional(test)
+            guard = key if test is not None else ""  # the condition is part of the marker
         elif cond is not None:
             optional = self._probes_optional(cond)
-        return Marker(getattr(node, "lineno", 0), snippet(node), optional, marker_key(node))
+        return Marker(getattr(node, "lineno", 0), snippet(node), optional, key, guard)
 
     def _probes_optional(self, expr: ast.AST) -> bool:
         for sub in ast.walk(expr):

@@ -185,6 +185,35 @@ def walk_with_condition(node: ast.AST, cond: ast.expr | None) -> Iterator[tuple[
         yield from walk_with_condition(child, cond)
 
 
+def skip_guards(body: list[ast.stmt]) -> dict[int, str]:
+    """The guard of each skip call in ``body``, by the call's node id: the nearest enclosing ``if`` test
+    or ``except`` clause, as text (``except FileNotFoundError``, ``if sys.platform == 'win32'``).
+    Unguarded skips are left out: a skip that always runs guards nothing."""
+    guards: dict[int, str] = {}
+
+    def walk(node: ast.AST, guard: str) -> None:
+        if isinstance(node, ast.Call | ast.Raise) and guard:
+            guards[id(node)] = guard
+        if isinstance(node, ast.If):
+            walk(node.test, guard)
+            for s in [*node.body, *node.orelse]:
+                walk(s, f"if {ast.unparse(node.test)}")
+            return
+        if isinstance(node, ast.Try | ast.TryStar):
+            for part in [*node.body, *node.orelse, *node.finalbody]:
+                walk(part, guard)
+            for h in node.handlers:
+                for s in h.body:
+                    walk(s, "except " + ", ".join(sorted(handler_names(h))))
+            return
+        for child in ast.iter_child_nodes(node):
+            walk(child, guard)
+
+    for stmt in body:
+        walk(stmt, "")
+    return guards
+
+
 # A skip under `except ImportError:` is conditioned on a missing module.
 _IMPORT_GUARD: ast.expr = ast.Call(func=ast.Name(id="find_spec"), args=[], keywords=[])
 

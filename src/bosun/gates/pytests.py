@@ -3,7 +3,8 @@
 A refusal says what the worker did, in words, with the file, line and test name:
 
 * a test pytest/unittest collected before is gone (unless it was renamed with its body intact, or it
-  called a function the same change deletes), or is no longer collected;
+  called a function the same change deletes, or belonged to a class deleted whole that is named for
+  one: ``PairwiseTests`` and ``pairwise``), or is no longer collected;
 * a later definition shadows an existing test (the last definition wins at import time);
 * an assertion that cannot fail appears (``assert True``, ``assert x == x``, ``assertTrue(True)``);
 * an assertion now sits in a ``try`` (or ``suppress``) that swallows ``AssertionError``/``Exception``;
@@ -11,7 +12,9 @@ A refusal says what the worker did, in words, with the file, line and test name:
 * a function checks less than before (fewer live assertions), or a parametrized test lost cases;
 * a skip/xfail marker is added. The exception: a *new* test may skip itself when an optional module
   or binary is missing (``importorskip``, ``skipif(shutil.which(...) is None)``, ``except ImportError``)
-  when its file already had such skips, or is new;
+  when its file already had such skips, or is new; and a *new* test may skip under a guard the file's
+  other tests already have (same condition, same call): a note with "adds a skip guard", which
+  TEST_WEAKENED makes a reason for review;
 * a module-level skip or a ``load_tests`` hook is added.
 
 Changed expected literals in existing assertions and changed parametrize rows are *notes* for the
@@ -50,6 +53,8 @@ def compare(
         gone = sorted(lost.calls & removed.keys())
         if moved.get(lost.fingerprint, path) != path:
             notes.append(f"{path}: {name} moved to {moved[lost.fingerprint]}")
+        elif not gone and _class_gone_with_subject(name, new, removed):
+            notes.append(f"{path}: {name} removed with its class, whose subject {_subject(name)}() the change deletes")
         elif gone:
             notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
         elif name in new.funcs:
@@ -65,13 +70,33 @@ def compare(
     for name, func in new.funcs.items():
         old = base.funcs.get(name) or base.funcs.get(old_name.get(name, ""))
         refusals += _func_refusals(path, func, old, allow_optional)
-        notes += _func_notes(path, func, old)
+        found, noted = _marker_findings(path, func, old, allow_optional, base.guards)
+        refusals += found
+        notes += _func_notes(path, func, old) + noted
     for marker in _added(base.module_markers, new.module_markers):
         if not (marker.optional and before is None):
             refusals.append(f"{path}:{marker.line} adds a module-wide skip `{marker.text}`")
     if new.load_tests and not base.load_tests:
         refusals.append(f"{path}: adds load_tests(), which decides which tests unittest runs")
     return refusals, notes
+
+
+def _subject(test: str) -> str:
+    """What a test class is named for: ``PairwiseTests``, ``TestPairwise`` -> ``pairwise``."""
+    cls = test.rpartition(".")[0].rpartition(".")[2]
+    for affix in ("Tests", "Test"):
+        cls = cls.removeprefix(affix) if cls.startswith(affix) else cls.removesuffix(affix)
+    return cls.lower()
+
+
+def _class_gone_with_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> bool:
+    """Whether ``test`` is a method of a class the change deletes whole (no test of it is left) and the
+    class is named for a definition the change removes (``PairwiseTests`` and ``pairwise``)."""
+    cls = test.rpartition(".")[0]
+    subject = _subject(test)
+    if not cls or not subject or any(name.startswith(cls + ".") for name in new.tests):
+        return False
+    return any(name.replace("_", "").lower() == subject for name in removed)
 
 
 def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:
@@ -114,10 +139,27 @@ def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool
     elif old and not out and _weight(func) < _weight(old):
         was, now = _weight(old), _weight(func)
         out.append(f"{where.format(func.line)} checks less ({plural(was, 'assertion')} before, {now} after)")
-    for marker in _added(old.markers if old else [], func.markers):
-        if not (marker.optional and old is None and allow_optional):
-            out.append(f"{where.format(marker.line)} adds `{marker.text}`")
     return out
+
+
+def _marker_findings(
+    path: str, func: Func, old: Func | None, allow_optional: bool, guards: set[str]
+) -> tuple[list[str], list[str]]:
+    """(refusals, notes) for the skip markers ``func`` gained. A new test may skip itself when an
+    optional module is missing (when the file allows it), or under a guard the file's other tests
+    already have (``except FileNotFoundError: pytest.skip(...)``): that one a person reads. Any other
+    new marker, and any marker added to an existing test (it ran before), is refused."""
+    refusals: list[str] = []
+    notes: list[str] = []
+    for marker in _added(old.markers if old else [], func.markers):
+        where = f"{path}:{marker.line} {func.name}"
+        if old is None and marker.optional and allow_optional:
+            continue
+        if old is None and marker.guard and marker.guard in guards:
+            notes.append(f"{where} adds a skip guard like the file's others: `{marker.text}`")
+        else:
+            refusals.append(f"{where} adds `{marker.text}`")
+    return refusals, notes
 
 
 def _weight(func: Func) -> int:

@@ -140,7 +140,22 @@ def test_tests_renamed_with_their_subject_are_not_held_against_the_change(cli, f
     gate = next(g for g in res["gates"] if g["code"] == "TESTS_REWRITTEN")
     assert gate["ok"] and "tests/test_calc.py::test_add" in gate["detail"], gate
     # test_add failed before the change, and the change removed what it tests: a person decides.
-    assert code == 7 and reasons(res) == ["SUBJECT_REMOVED"], res["verdict"]
+    assert code == 7 and set(reasons(res)) == {"SUBJECT_REMOVED"}, res["verdict"]
+    assert any("failed before it" in r["sentence"] for r in res["verdict"]["reasons"])
+
+
+def test_a_subject_hidden_from_the_names_bosun_reads_does_not_hide_a_regression(cli, files_repo, tmp_path, monkeypatch):
+    # The worker fixes add() but breaks sub(), and hides it: `def sub` becomes an assignment (so sub
+    # looks removed), and test_sub goes. The held-out test_sub is left out, so this must not land
+    # on its own.
+    code_ = FIXED.replace("def sub(a, b):\n    return a - b\n", "def _sub(a, b):\n    return a - b + 1\n\n\nsub = _sub\n")
+    tests = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    before = user_state(files_repo)
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": code_, "tests/test_calc.py": tests},
+                         "--auto-approve")
+    assert code == 7 and res["verdict"]["outcome"] == "needs_review", res["verdict"]
+    assert "SUBJECT_REMOVED" in reasons(res)
+    assert user_state(files_repo) == before
 
 
 def test_a_renamed_subject_does_not_excuse_the_tests_that_still_fail(cli, files_repo, tmp_path, monkeypatch):

@@ -214,7 +214,7 @@ class TestLocked:
         for i in range(8):
             change.file(f"d{i}/conftest.py", "x\n", "y\n")
         result = check_locked(change.ctx())
-        assert result.detail.endswith("and 3 more")
+        assert "and 3 more;" in result.detail and result.detail.endswith("names them in `permit`")
 
 
 class TestScope:
@@ -495,3 +495,17 @@ class TestRunner:
         assert not results["BINARY_CHANGE"].ok
         assert results["BINARY_CHANGE"].detail == "gate could not run: RuntimeError: bug"
         assert results["NO_CHANGES"].ok
+
+
+class TestPermit:
+    def test_a_permitted_locked_path_is_a_reason_for_review(self) -> None:
+        change = Change()
+        change.file("tox.ini", "[tox]\n", "[tox]\nenvlist = py311\n")
+        result = check_locked(change.ctx(task_fields={"permit": ["tox.ini"]}))
+        assert result.ok and [r["code"] for r in result.review] == ["LOCKED_PATH_PERMITTED"]
+        assert "tox.ini" in result.review[0]["sentence"]
+
+    def test_permit_never_lifts_bosun_toml_or_git(self) -> None:
+        change = Change()
+        change.file("bosun.toml", "a = 1\n", "a = 2\n")
+        assert not check_locked(change.ctx(task_fields={"permit": ["*"]})).ok

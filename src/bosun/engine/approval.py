@@ -254,7 +254,8 @@ def approve(
             )
         acknowledged = None
         # Waivers given with this approval are its own acknowledgment of them (each carries a reason).
-        implicit = {verdict.WAIVED} if waivers else set()
+        # Not over MCP: there the parent names every code, WAIVED included, in `acknowledge`.
+        implicit = {verdict.WAIVED} if waivers and by != BY_PARENT else set()
         if judged["outcome"] == verdict.NEEDS_REVIEW and not set(verdict.codes(judged)) <= implicit:
             reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in judged["reasons"])
             if acknowledge is None:

@@ -76,28 +76,35 @@ def check_tests_weakened(ctx: GateContext) -> GateResult:
 
 
 # Notes that only a person can judge, by the phrase their producer writes (pytests, jstests, testdata).
-# The others (a test moved to another file, removed with the code it tested) are facts for the record.
+# The others (a test moved to another file) are facts for the record. A test deleted with the code it
+# tested is for a person: whether that code is really gone, or only hidden from the names read here.
 EXPECTED_VALUE_CHANGED = "EXPECTED_VALUE_CHANGED"
 TEST_DATA_CHANGED = "TEST_DATA_CHANGED"
 SKIP_GUARD_ADDED = "SKIP_GUARD_ADDED"
+SUBJECT_REMOVED = "SUBJECT_REMOVED"
+_FIT = "check the old values were wrong, not that the new ones were made to fit"
 _REVIEW_PHRASES = (
-    ("changes an expected value", EXPECTED_VALUE_CHANGED, "the change rewrites expected values in existing tests"),
-    ("of its parametrized cases", EXPECTED_VALUE_CHANGED, "the change rewrites parametrized cases of existing tests"),
-    ("(test data) changed", TEST_DATA_CHANGED, "the change edits test data that existing tests compare against"),
-    ("adds a skip guard", SKIP_GUARD_ADDED, "the change adds a skip guard like those already in the file"),
+    ("changes an expected value", EXPECTED_VALUE_CHANGED, "the change rewrites expected values in existing tests", _FIT),
+    ("of its parametrized cases", EXPECTED_VALUE_CHANGED, "the change rewrites parametrized cases of existing tests",
+     _FIT),
+    ("(test data) changed", TEST_DATA_CHANGED, "the change edits test data that existing tests compare against", _FIT),
+    ("adds a skip guard", SKIP_GUARD_ADDED, "the change adds a skip guard like those already in the file",
+     "check the condition really holds only where the test cannot run"),
+    ("which the change deletes", SUBJECT_REMOVED, "the change deletes tests together with the code they test",
+     "check that code is meant to go"),
 )
 
 
 def review_reasons(notes: list[str]) -> list[dict[str, str]]:
     """One review reason per kind of note: its code and one sentence naming where (up to three places)."""
-    found: dict[str, tuple[str, list[str]]] = {}
+    found: dict[str, tuple[str, str, list[str]]] = {}
     for note in notes:
-        for phrase, code, sentence in _REVIEW_PHRASES:
+        for phrase, code, sentence, ask in _REVIEW_PHRASES:
             if phrase in note:
-                found.setdefault(code, (sentence, []))[1].append(note)
+                found.setdefault(code, (sentence, ask, []))[2].append(note)
                 break
-    return [{"code": code, "sentence": f"{sentence}: {listing(where)}; check they were wrong before, not made "
-             "to fit"} for code, (sentence, where) in found.items()]
+    return [{"code": code, "sentence": f"{sentence}: {listing(where, 3)}; {ask}"}
+            for code, (sentence, ask, where) in found.items()]
 
 
 def removed_definitions(ctx: GateContext) -> dict[str, str]:

@@ -26,6 +26,10 @@ scope:                # globs the worker may change (empty: everything)
   - src/**
 locked:               # globs it may never change (added to the always-locked defaults)
   - tests/**
+# tests: extend       # keep | extend (may add and edit; the original tests must still pass) | rewrite
+# proof: required     # required: lands on its own only if verify failed before the change and passes
+#                     # after it; not-required: refactors, docs (no verify commands still needs review)
+# permit: [tox.ini]   # always-locked paths this task may change (a reason for review, never bosun.toml)
 difficulty: low       # low | medium | high (derived when absent)
 risk: low             # low | medium | high
 domain: python

@@ -192,8 +192,7 @@ def format_validation_error(exc: ValidationError, source: str) -> BadInput:
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
         if err.get("type") == "extra_forbidden":
-            problems.append(Problem("UNKNOWN_FIELD", f"{source}: unknown field {loc!r}",
-                                    "`bosun schema` lists the fields a task accepts"))
+            problems.append(Problem("UNKNOWN_FIELD", f"{source}: unknown field {loc!r}", _did_you_mean(err.get("loc", ()))))
         elif err.get("type") == "missing":
             problems.append(Problem("MISSING_FIELD", f"{source}: missing required field {loc!r}",
                                     "`bosun template` prints a commented example"))
@@ -201,6 +200,20 @@ def format_validation_error(exc: ValidationError, source: str) -> BadInput:
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
             problems.append(Problem("INVALID_FIELD", f"{source}: {loc}: {msg}", "`bosun schema` describes every field"))
     return ProblemsFound(problems, code="INVALID_TASK")
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """The closest field of the model the unknown key sits in (``verfy`` -> ``verify``), else the schema."""
+    import difflib
+
+    model: Any = TaskContract
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        model = getattr(field, "annotation", None) if field is not None else None
+    known = sorted(getattr(model, "model_fields", {}) or TaskContract.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]) if loc else "", known, n=1, cutoff=0.75)
+    return f"did you mean {close[0]!r}? `bosun schema` lists the fields a task accepts" if close else \
+        "`bosun schema` lists the fields a task accepts"
 
 
 class _YamlError(Exception):

@@ -69,6 +69,7 @@ def test_missing_cli_and_outside_a_repository(cli, repo, tmp_path, isolated_home
     outside.mkdir()
     code, res = cli("delegate", str(task), "--repo", str(outside), "--json")
     assert code == 2 and [p["code"] for p in res["problems"]] == ["NOT_A_REPO"], res
+    assert res["problems"][0]["hint"].count("--repo") == 1, res  # said once, not twice in other words
     _nothing_created(repo, isolated_home)
 
 
@@ -314,3 +315,11 @@ def test_verify_cwd_and_env_path_are_checked_too(cli, repo, tmp_path):
     assert code == 2
     assert [p["code"] for p in res["problems"]] == ["VERIFY_CWD_MISSING", "VERIFY_NOT_FOUND"], res["problems"]
     assert "./scripts/check.sh" in res["problems"][1]["message"]
+
+
+def test_human_output_of_a_delegation_never_prints_a_raw_dict(repo, task_file, isolated_home):
+    out = run_bosun("delegate", str(task_file), "--repo", str(repo), "--profile", "fix")
+    lines = (out.stdout + out.stderr).splitlines()
+    assert out.returncode == 0, out.stderr
+    assert any("sandbox:" in line for line in lines), lines
+    assert not [line for line in lines if line.lstrip().startswith("{'")], lines

@@ -60,3 +60,14 @@ def test_the_shipped_schema_is_the_models():
 
     shipped = (Path(bosun.__file__).parent / "task_contract.schema.json").read_text(encoding="utf-8")
     assert shipped == json.dumps(json_schema(), indent=2) + "\n"
+
+
+def test_an_unknown_field_gets_the_closest_known_one(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("title: t\nprompt: p\nverfy: [pytest]\nlimits: {max_fils: 3}\ncolour: red\n")
+    with pytest.raises(BadInput) as caught:
+        load_contract(str(path))
+    hints = {p.message.split("unknown field ")[1]: p.hint for p in caught.value.problems}
+    assert hints["'verfy'"].startswith("did you mean 'verify'?")
+    assert hints["'limits.max_fils'"].startswith("did you mean 'max_files'?")
+    assert hints["'colour'"] == "`bosun schema` lists the fields a task accepts"

@@ -229,7 +229,15 @@ def describe_event(ev: dict[str, Any]) -> str:
         return f"!  warning: {ev.get('message')}"
     if t == "session":
         return f"   session {ev.get('session_id')}"
-    return str(ev)
+    if t == "sandbox":
+        parts = [f"{ev.get('mechanism') or 'none'}" + (f" (ABI {ev['abi']})" if ev.get("abi") else "")]
+        parts += [f"{k} {ev[k]}" for k in ("network", "containment") if ev.get(k)]
+        return "   sandbox: " + ", ".join(parts)
+    if t == "contained":
+        return f"   stopped {ev.get('count', 0)} process(es) the worker left running"
+    # Any other event: its type and its plain fields, never a raw dict on a person's terminal.
+    fields = ", ".join(f"{k} {v}" for k, v in ev.items() if k not in ("type", "seq", "ts") and isinstance(v, str | int | float))
+    return f"   {t or 'event'}" + (f": {fields[:200]}" if fields else "")
 
 
 def event_printer() -> Callable[[dict[str, Any]], None]:

@@ -77,7 +77,7 @@ def check_task(
     try:
         pf.repo = repo_root(repo_path)
     except BosunError as exc:
-        pf.problems.append(Problem("NOT_A_REPO", exc.message, f"cd into your repository or pass --repo ({exc.hint})"))
+        pf.problems.append(Problem("NOT_A_REPO", exc.message, exc.hint or "cd into your repository or pass --repo"))
         return pf
     if check_base:
         try:

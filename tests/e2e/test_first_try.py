@@ -323,3 +323,15 @@ def test_human_output_of_a_delegation_never_prints_a_raw_dict(repo, task_file, i
     assert out.returncode == 0, out.stderr
     assert any("sandbox:" in line for line in lines), lines
     assert not [line for line in lines if line.lstrip().startswith("{'")], lines
+
+
+@pytest.mark.parametrize("module", ["nosuchmodule", "pytset", "nosuch.sub"])
+def test_a_verify_module_the_interpreter_cannot_import_is_found_before_the_run(cli, repo, tmp_path, isolated_home, module):
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m {module} -q tests"])
+    code, res = cli("check", str(task), "--repo", str(repo), "--json")
+    assert code == 2 and [p["code"] for p in res["problems"]] == ["VERIFY_MODULE_MISSING"], res
+    assert "pip install" in res["problems"][0]["hint"]
+    ok = task_yaml(tmp_path / "ok.json", verify=[f"{sys.executable} -m pytest -q tests"])
+    code, res = cli("check", str(ok), "--repo", str(repo), "--json")
+    assert code == 0, res
+    _nothing_created(repo, isolated_home)

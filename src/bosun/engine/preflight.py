@@ -142,12 +142,45 @@ def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Pr
         program = _program(cmd)
         path_env = cmd.env.get("PATH") or os.environ.get("PATH", "")
         if program is None or _resolvable(program, repo, base, cwd, path_env):
+            missing = _missing_module(cmd, program, repo, cwd, path_env) if program else None
+            if missing:
+                problems.append(Problem(
+                    "VERIFY_MODULE_MISSING", f"verify command `{shown}`: {program} cannot import {missing!r}",
+                    f"install it for that interpreter (`{program} -m pip install {missing}`), or name another "
+                    "interpreter in the verify command; no worker was run, nothing was created"))
             continue
         close = _close_programs(program, path_env)
         hint = f"did you mean `{close}`? " if close else ""
         hint += "fix the verify command in the task file (no worker was run, nothing was created)"
         problems.append(Problem("VERIFY_NOT_FOUND", f"verify command `{shown}`: program {program!r} not found", hint))
     return problems
+
+
+def _missing_module(cmd: VerifyCommand, program: str, repo: Path, cwd: str | None, path_env: str) -> str | None:
+    """For ``python -m MODULE``: MODULE when that interpreter cannot find it (``pytest`` not installed,
+    a typo), asked of the interpreter itself in one quick process. A module the repository itself holds
+    (at its root, under ``src/`` or the command's directory) is left to the run: the worker may make it."""
+    argv = cmd.run if not cmd.shell else shlex.split(cmd.run[0])
+    if len(argv) < 3 or argv[1] != "-m" or not os.path.basename(program).startswith("python"):
+        return None
+    module = argv[2]
+    top = module.split(".")[0]
+    for root in {repo, repo / "src", repo / (cwd or ".")}:
+        if (root / top).exists() or (root / f"{top}.py").exists():
+            return None
+    exe = program if "/" in program else shutil.which(program, path=path_env)
+    if exe is None:
+        return None
+    from bosun.proc import run_quick
+
+    probe = ("import importlib.util, sys\ntry:\n    found = importlib.util.find_spec(sys.argv[1])\n"
+             "except ImportError:\n    found = None\nsys.exit(0 if found else 3)")
+    env = {**os.environ, **cmd.env, "PATH": path_env}
+    try:
+        res = run_quick([exe, "-c", probe, module], cwd=repo / (cwd or "."), env=env, timeout=10)
+    except Exception:  # noqa: BLE001 - an interpreter that cannot even be asked is the run's to report
+        return None
+    return module if res.returncode == 3 else None
 
 
 def _program(cmd: VerifyCommand) -> str | None:

@@ -335,3 +335,22 @@ def test_a_verify_module_the_interpreter_cannot_import_is_found_before_the_run(c
     code, res = cli("check", str(ok), "--repo", str(repo), "--json")
     assert code == 0, res
     _nothing_created(repo, isolated_home)
+
+
+def test_home_and_variables_in_a_profiles_program_path_are_expanded(cli, repo, tmp_path, isolated_home, monkeypatch):
+    from tests.conftest import WORKER
+
+    home = tmp_path / "person"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "py").symlink_to(sys.executable)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("BOSUN_TEST_TOOLS", str(home / "bin"))
+    _add(repo, f'[profiles.tilde]\nadapter = "command"\ncommand = ["~/bin/py", "{WORKER}", "fix"]\n'
+               f'[profiles.var]\nadapter = "command"\ncommand = ["${{BOSUN_TEST_TOOLS}}/py", "{WORKER}", "fix"]\n'
+               f'[profiles.unset]\nadapter = "command"\ncommand = ["$BOSUN_TEST_NOT_SET/py", "{WORKER}", "fix"]\n')
+    task = task_yaml(tmp_path / "t.json")
+    for profile in ("tilde", "var"):
+        code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", profile, "--json")
+        assert code == 0 and res["verdict"]["outcome"] == "landable", res
+    code, res = cli("check", str(task), "--repo", str(repo), "--profile", "unset", "--json")
+    assert code == 2 and "$BOSUN_TEST_NOT_SET is not set" in json.dumps(res["problems"]), res

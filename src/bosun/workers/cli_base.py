@@ -200,10 +200,28 @@ def resolve_binary(profile_binary: str | None, default_name: str) -> str | None:
     import shutil
     from pathlib import Path
 
-    name = profile_binary or default_name
+    name = expand_setting_path(profile_binary or default_name)
+    if "$" in name:
+        return None  # a variable that is not set: describe() says which
     if "/" in name:
         return name if Path(name).exists() else None
     return shutil.which(name) or installed_cli(name)
+
+
+def expand_setting_path(value: str) -> str:
+    """A path from bosun.toml as a shell would read it: ``~`` is the home directory and ``$VAR`` or
+    ``${VAR}`` the variable's value (an unset variable is left as written, so it is reported)."""
+    import os
+
+    return os.path.expandvars(os.path.expanduser(value))
+
+
+def unset_variable(value: str | None) -> str:
+    """`` ($VAR is not set)`` when expanding ``value`` left a variable unexpanded, else ``""``."""
+    import re
+
+    left = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expand_setting_path(value or ""))
+    return f" (${left.group(1)} is not set)" if left else ""
 
 
 def installed_cli(name: str) -> str | None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from bosun.fileio import write_text_atomic
 from bosun.workers.base import ErrorClass, Usage, WorkerContext, WorkerInfo, WorkerResult, ev_error
-from bosun.workers.cli_base import cli_version, resolve_binary, run_cli, version_tuple
+from bosun.workers.cli_base import cli_version, resolve_binary, run_cli, unset_variable, version_tuple
 from bosun.workers.jsonlines import JsonLinesParser
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def describe_cli(spec: CliSpec, profile: Profile, extra_problems: Iterable[str] 
     info.binary = resolve_binary(profile.binary, spec.default_binary)
     if not info.binary:
         info.problems.append(
-            f"{spec.label} not found: {profile.binary or spec.default_binary} "
+            f"{spec.label} not found: {profile.binary or spec.default_binary}{unset_variable(profile.binary)} "
             f"(npm install -g {spec.package}@{spec.min_version}{spec.install_note}, "
             f"or set binary = \"/path/to/{spec.default_binary}\")"
         )

@@ -22,7 +22,7 @@ from bosun.workers.base import (
     ev_message,
     truncate,
 )
-from bosun.workers.cli_base import ParseState, note_error, run_cli
+from bosun.workers.cli_base import ParseState, expand_setting_path, note_error, run_cli, unset_variable
 
 
 class CommandParser:
@@ -68,7 +68,7 @@ class CommandWorker:
     name = "command"
 
     def run(self, ctx: WorkerContext) -> WorkerResult:
-        argv = list(ctx.profile.command) + list(ctx.profile.extra_args)
+        argv = [expand_setting_path(ctx.profile.command[0]), *ctx.profile.command[1:], *ctx.profile.extra_args]
         env = dict(ctx.env)
         env["BOSUN_TASK_FILE"] = str(ctx.task_file)
         env["BOSUN_RUN_ID"] = ctx.run_id
@@ -88,8 +88,8 @@ class CommandWorker:
         if not profile.command:
             info.problems.append("profile has adapter = \"command\" but no `command = [...]`")
             return info
-        found = shutil.which(profile.command[0])
+        found = shutil.which(expand_setting_path(profile.command[0]))
         info.binary = found
         if not found:
-            info.problems.append(f"program not found: {profile.command[0]}")
+            info.problems.append(f"program not found: {profile.command[0]}{unset_variable(profile.command[0])}")
         return info

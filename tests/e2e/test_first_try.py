@@ -354,3 +354,14 @@ def test_home_and_variables_in_a_profiles_program_path_are_expanded(cli, repo, t
         assert code == 0 and res["verdict"]["outcome"] == "landable", res
     code, res = cli("check", str(task), "--repo", str(repo), "--profile", "unset", "--json")
     assert code == 2 and "$BOSUN_TEST_NOT_SET is not set" in json.dumps(res["problems"]), res
+
+
+def test_silent_defaults_say_what_happened(cli, repo, task_file, isolated_home):
+    # No git identity in this repository: the landing commit's author is bosun's, and the run says so.
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--auto-approve", "--json")
+    assert code == 0 and res["merged_commit"], res
+    code, text = cli("show", res["id"])
+    assert "no git identity is set" in text and "git config user.email" in text, text
+    # [pool] size = 0 (the default): `pool warm` says there is nothing to warm and how to change it.
+    out = run_bosun("pool", "warm", "--repo", str(repo))
+    assert out.returncode == 0 and "pool size is 0" in out.stderr and "[pool] size" in out.stderr, out.stderr

@@ -93,7 +93,12 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
         settings = load_settings(repo)
         if args.action == "warm":
-            pool.warm(store, repo, settings)
+            made = pool.warm(store, repo, settings)
+            if settings.pool.size == 0:
+                sys.stderr.write("bosun: the pool size is 0, so there is nothing to warm; set `[pool] size = 2` "
+                                 "(or more) in bosun.toml to keep ready worktrees\n")
+            elif not made:
+                sys.stderr.write(f"bosun: the pool already holds {settings.pool.size} worktree(s) ([pool] size)\n")
         else:
             pool.drain(store, repo)
         doc = pool.status(store, repo, settings)

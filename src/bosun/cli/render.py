@@ -83,6 +83,9 @@ def print_run(run: RunRow, store: Any = None) -> None:
         out(f"  diff      {r['files_changed']} file(s), sha256 {sha[:16]}…\n")
     if merged:
         out(f"  merged    {merged[:12]}\n")
+        author_note = (run.get("data") or {}).get("landing_author_note")
+        if author_note:
+            out(f"  note      {author_note}\n")
     v = r.get("verification")
     if v is not None:
         out(f"verification (run by bosun): {'passed' if v['passed'] else 'nothing checked' if v['passed'] is None else 'FAILED'}\n")

@@ -168,6 +168,13 @@ def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> 
         )
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     ident = _identity(repo)
+    if ident == BOSUN_IDENT:
+        from bosun.workers.base import ev_message
+
+        note = ("no git identity is set (user.name, user.email), so the landing commit is authored "
+                "bosun <bosun@localhost>; `git config user.name ...` and `git config user.email ...` change that")
+        record.EventLog(rdir / record.EVENTS).append(ev_message(note, role="system"))
+        ctx.store.merge_data(run["id"], landing_author_note=note)
     if not diff.strip():
         raise BadInput("nothing to commit", "the change is empty: there is nothing to land")
     try:

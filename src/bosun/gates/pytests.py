@@ -53,8 +53,9 @@ def compare(
         gone = sorted(lost.calls & removed.keys())
         if moved.get(lost.fingerprint, path) != path:
             notes.append(f"{path}: {name} moved to {moved[lost.fingerprint]}")
-        elif not gone and _class_gone_with_subject(name, new, removed):
-            notes.append(f"{path}: {name} removed with its class, whose subject {_subject(name)}() the change deletes")
+        elif not gone and (subject := _class_subject(name, new, removed)):
+            notes.append(f"{path}: {name} removed with its class, named for {subject}() from {removed[subject]}, "
+                         "which the change deletes")
         elif gone:
             notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
         elif name in new.funcs:
@@ -89,14 +90,14 @@ def _subject(test: str) -> str:
     return cls.lower()
 
 
-def _class_gone_with_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> bool:
-    """Whether ``test`` is a method of a class the change deletes whole (no test of it is left) and the
-    class is named for a definition the change removes (``PairwiseTests`` and ``pairwise``)."""
+def _class_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> str:
+    """The removed definition a deleted test's class is named for (``PairwiseTests`` and ``pairwise``),
+    when the change deletes the class whole (no test of it is left); else ""."""
     cls = test.rpartition(".")[0]
     subject = _subject(test)
     if not cls or not subject or any(name.startswith(cls + ".") for name in new.tests):
-        return False
-    return any(name.replace("_", "").lower() == subject for name in removed)
+        return ""
+    return next((name for name in removed if name.replace("_", "").lower() == subject), "")
 
 
 def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:

@@ -96,6 +96,7 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
     data = run.get("data") or {}
     metrics = read_json(rdir / "metrics.json", {}) or {}
     gates = (read_json(rdir / "gates.json", {}) or {}).get("gates", [])
+    verification = read_json(rdir / "verification.json", None) or {}
     usage = data.get("usage") or data.get("live_usage") or {}
     cost, reported = run_cost(run, metrics, prices or _Prices())
     transitions = store.transitions(run["id"])
@@ -119,7 +120,8 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
         "parent_measured_tokens": measured_parent_tokens(metrics.get("parent_measured") or data.get("parent_measured")),
         "parent_direct_cost_usd": parent.get("parent_direct_cost_usd"),
         "saving_usd": parent.get("saving_usd"),
-        "proven": int(bool(data.get("verification_passed")) and bool(gates) and not red),
+        # Proven means what `show` says: the verify commands failed before the change and pass with it.
+        "proven": int(verification.get("proven") is True),
         "gates_total": len(gates),
         "gates_failed": len(red),
     }

@@ -7,6 +7,8 @@ Totals come from the history index (``bosun.history``), one row of figures per r
   itself, and what it read from bosun instead) and *measured* when the parent reported its own
   usage for the run (``parent_measured`` in the run's data);
 * compression = estimated direct tokens / tokens the parent read from bosun;
+* proven runs = runs whose verify commands failed on the tree before the change and pass with it
+  (``verification.proven``, what ``bosun show`` says), not merely runs whose verification passed;
 * time saved by parallelism = the sum of the runs' durations minus the wall-clock time during which
   at least one of them was running.
 """

@@ -70,3 +70,11 @@ def check_transition(src: str, dst: str) -> None:
             f"a run in state {src!r} cannot move to {dst!r}",
             f"from {src!r} the allowed next states are: {allowed}",
         )
+
+
+def shown_state(state: str, merged_commit: str | None) -> str:
+    """The state as every surface shows it: a run cleaned up without being merged was discarded, and
+    must not read like an integrated one (the CLI, the dashboard and the receipt say the same)."""
+    if state == CLEANED and not merged_commit:
+        return "discarded"
+    return state

@@ -178,12 +178,23 @@ M005_WORKTREES = """
 """
 
 
+# ``run_facts.proven`` now means the fail-to-pass proof held (verification.json's ``proven`` is true),
+# not "verification passed and every gate green": the index is dropped and rebuilt from the run
+# records on the next refresh (bosun.history), so earlier runs are counted the new way too.
+M006_REINDEX_PROVEN = """
+        DELETE FROM run_history;
+        DELETE FROM run_facts;
+        DELETE FROM history_meta
+"""
+
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("001_runs", M001_RUNS),
     ("002_run_search", M002_RUN_SEARCH),
     ("003_plans", M003_PLANS),
     ("004_run_history", M004_RUN_HISTORY),
     ("005_worktrees", M005_WORKTREES),
+    ("006_reindex_proven", M006_REINDEX_PROVEN),
 ]
 
 

@@ -56,7 +56,8 @@ def test_delegate_wait_again_result_approve_integrate(repo: Path, tmp_path: Path
         err, done = await call(s, "wait", {"run_id": run_id, "timeout_s": 50}, progress_callback=on_progress)
         assert not err, done
         assert done["done"] is True and done["state"] == "verified", done
-        assert done["verdict"].startswith("verified and proven") and done["proven"] is True, done
+        assert done["verdict"]["outcome"] == "landable" and done["proven"] is True, done
+        assert list(done)[:2] == ["verdict", "summary"] and done["summary"].startswith("landable: verified and proven")
         assert done["verification"]["passed"] is True
         assert done["gates"]["red"] == []
         assert [f["path"] for f in done["files_changed"]] == ["src/calc.py"]
@@ -252,3 +253,63 @@ def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo:
     assert metrics["parent_measured"]["tokens"]["total_tokens"] == 12157
     assert totals["parent_measured"]["runs"] == 1 and totals["parent_measured"]["parent_tokens"] == 12157
     assert totals["parent_estimated"]["runs"] == 1
+
+
+# -- a run that needs review: the parent carries its person's yes, never its own ----------------------
+
+
+def _unproven_task() -> dict:
+    import sys
+
+    return dict(TASK, verify=[f"{sys.executable} -m pytest -q tests/test_calc.py::test_sub"])  # passed before
+
+
+def test_approve_of_a_run_that_needs_review_names_every_reason(repo: Path):
+    async def body(s):
+        err, started = await call(s, "delegate", {"task": _unproven_task(), "profile": "fix"})
+        assert not err, started
+        run_id = started["id"]
+        done = await wait_done(s, run_id)
+        assert done["state"] == "verified" and done["verdict"]["outcome"] == "needs_review", done
+        assert done["summary"].startswith("needs review (NOT_PROVEN): a person must decide"), done["summary"]
+        assert "Read these reasons to your person before approving" in done["summary"]
+
+        err, out = await call(s, "approve", {"run_id": run_id})
+        assert err and out["error"]["code"] == "NEEDS_REVIEW", out
+        assert "NOT_PROVEN" in out["error"]["message"] and "acknowledge=['NOT_PROVEN']" in out["error"]["hint"]
+        assert out["verdict"]["outcome"] == "needs_review"
+
+        err, out = await call(s, "approve", {"run_id": run_id, "acknowledge": ["WAIVED"]})
+        assert err and out["error"]["code"] == "ACKNOWLEDGE_MISSING", out
+        assert out["error"]["message"].endswith("missing: NOT_PROVEN"), out
+        err, out = await call(s, "approve", {"run_id": run_id, "acknowledge": []})
+        assert err and out["error"]["code"] == "ACKNOWLEDGE_MISSING" and "NOT_PROVEN" in out["error"]["message"]
+        err, out = await call(s, "status", {"run_id": run_id})
+        assert not err and out["state"] == "verified"  # every refusal left the run as it was
+
+        err, out = await call(s, "approve", {"run_id": run_id, "acknowledge": ["NOT_PROVEN"]})
+        assert not err and out["state"] == "approved", out
+        assert out["verdict"]["acknowledged"]["by"] == "parent"
+        assert out["verdict"]["acknowledged"]["codes"] == ["NOT_PROVEN"]
+
+    with_session(repo, body)
+
+
+def test_auto_approve_leaves_a_run_that_needs_review_waiting(repo: Path):
+    from tests.conftest import user_state
+
+    (repo / "notes.txt").write_text("uncommitted work of the user\n")
+    before = user_state(repo)
+
+    async def body(s):
+        err, started = await call(s, "delegate", {"task": _unproven_task(), "profile": "fix", "auto_approve": True})
+        assert not err, started
+        done = await wait_done(s, started["id"])
+        return done
+
+    done = with_session(repo, body)
+    assert done["state"] == "verified" and done["verdict"]["outcome"] == "needs_review", done
+    assert done["verdict"]["acknowledged"] is None and done["merged_commit"] is None
+    assert "acknowledge=['NOT_PROVEN']" in done["next"]
+    assert user_state(repo) == before  # the branch, the index and the files: byte for byte
+    assert "return a - b  # bug" in (repo / "src/calc.py").read_text()

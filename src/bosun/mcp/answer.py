@@ -1,4 +1,5 @@
-"""The compact answer a parent reads instead of the diff: verdict, gates, verification, files, receipt.
+"""The compact answer a parent reads instead of the diff: the verdict first, then gates, verification, files,
+receipt.
 
 bosun ran the verify commands and the gates itself, so a parent that trusts them need not read the
 diff; it is included only when asked for.
@@ -48,20 +49,38 @@ def file_changes(diff_text: str) -> list[dict[str, Any]]:
     return files
 
 
-def verdict(state: str, red: list[str], verification: dict[str, Any] | None, error: dict[str, Any] | None) -> str:
-    if state == "verified":
+def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, Any] | None,
+            error: Mapping[str, Any] | None) -> str:
+    """The verdict in a sentence, said first: what bosun decided and what the parent does about it."""
+    from bosun.engine.verdict import LANDABLE, NEEDS_REVIEW, codes, one_line, waits_for_a_person
+
+    if v is None:
+        return f"{state}: not judged yet" + (f" ({error.get('message')})" if error else "")
+    head = one_line(v)
+    if waits_for_a_person(v):
+        reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in v["reasons"])
+        return (f"{head}: a person must decide. Read these reasons to your person before approving: {reasons}. "
+                f"Approve with acknowledge={codes(v)} only after they said yes; never acknowledge on their behalf.")
+    if v["outcome"] == NEEDS_REVIEW:
+        return f"{head}; the run is {state}"
+    if v["outcome"] == LANDABLE and state == "verified":
         if (verification or {}).get("proven"):
-            return ("verified and proven: the verify commands failed before the change and pass with it "
-                    "(bosun ran both), and every gate is green")
-        return "verified: bosun re-ran the verify commands itself and every gate is green"
-    if state == "rejected":
-        why = ", ".join(red) or "verification failed"
-        return f"rejected by bosun: {why}"
-    if state in ("failed", "blocked") and error:
-        return f"{state}: {error.get('message')}"
-    if state in ("approved", "integrated", "reported", "cleaned"):
-        return f"{state}"
-    return state
+            return ("landable: verified and proven: the verify commands failed before the change and pass with "
+                    "it (bosun ran both), and every gate is green")
+        return "landable: bosun re-ran the verify commands itself and every gate is green"
+    if v["outcome"] == LANDABLE:
+        return f"landable; the run is {state}"
+    why = "; ".join(f"{r['code']}: {r['sentence'][:300]}" for r in v["reasons"][:6])
+    return f"{head}: {why}"
+
+
+def next_step(v: Mapping[str, Any] | None, state: str) -> str:
+    from bosun.engine.verdict import codes, waits_for_a_person
+
+    if state == "verified" and waits_for_a_person(v):
+        return (f"a person must decide: read verdict.reasons to your person (call diff if they want to see the "
+                f"change); if they say yes, call approve with acknowledge={codes(v)}; if not, discard")
+    return _NEXT.get(state, "call wait again")
 
 
 def receipt(run: RunRow, full: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,12 +111,15 @@ def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -
     diff_path = run_dir(run["id"]) / "diff.patch"
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
     final = full.get("final_message") or ""
+    v = full.get("verdict")
     out: dict[str, Any] = {
+        # The one verdict first (engine/verdict.py), and the sentence that says it.
+        "verdict": v,
+        "summary": summary(v, run["state"], ver, full.get("error")),
         "id": run["id"],
         "state": run["state"],
         "done": done,
         "title": run["title"],
-        "verdict": verdict(run["state"], red, ver, full.get("error")),
         "profile": run["profile"],
         "gates": {"green": sum(1 for g in full["gates"] if g["ok"]), "red": red,
                   "details": [g for g in full["gates"] if not g["ok"]]},
@@ -111,7 +133,7 @@ def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -
         "receipt": receipt(run, full),
         "error": full.get("error"),
         "merged_commit": full.get("merged_commit"),
-        "next": _NEXT.get(run["state"], "call wait again"),
+        "next": next_step(v, run["state"]),
     }
     for key in ("review", "unenforced"):
         if full.get(key) is not None:

@@ -1,5 +1,6 @@
 """The detached half of an MCP delegation: ``python -m bosun.mcp.background run RUN [--auto-approve]``
-works, verifies, gates and reports a prepared run; ``... plan FILE REPO ID_FILE [--profile P]`` runs a
+works, verifies, gates and reports a prepared run (``--auto-approve`` lands it only when its verdict is
+landable; one that needs review stays ``verified`` for a person); ``... plan FILE REPO ID_FILE [--profile P]`` runs a
 plan and writes its id to ID_FILE as soon as it exists. Errors are recorded on the run or plan; the
 output goes to the log the MCP server named."""
 
@@ -7,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bosun.errors import BosunError
 
@@ -28,7 +30,9 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
             try:
                 work(c, run_id)
                 run = verify(c, run_id)
-                if run["state"] == "verified" and auto_approve and load_task(run_id).mode == Mode.code:
+                # Only a landable verdict lands on its own: a run that needs review waits for a person.
+                if run["state"] == "verified" and auto_approve and load_task(run_id).mode == Mode.code \
+                        and _landable(run):
                     approve(c, run_id)
                     integrate(c, run_id)
                     report(c, run_id)
@@ -43,6 +47,13 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
     finally:
         notify_run(c, run_id)
     return 0
+
+
+def _landable(run: Mapping[str, Any]) -> bool:
+    from bosun.engine import verdict
+
+    judged = verdict.of_run(run)
+    return judged is not None and judged["outcome"] == verdict.LANDABLE
 
 
 def drive_plan(plan_file: str, repo: str, id_file: str, profile: str | None) -> int:

@@ -181,16 +181,48 @@ def run_json(c: Ctx, run_id: str) -> RunResult:
     return run_result(c.store.require_run(run_id))
 
 
-def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None) -> RunResult:
+def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None,
+            acknowledge: list[str] | None = None) -> RunResult:
+    """Approve for the parent. A run that needs review lands only when ``acknowledge`` names every one
+    of its reason codes: the parent's word that its person said yes, recorded as ``by: parent``."""
+    from bosun.engine import verdict
     from bosun.engine.lifecycle import approve as do_approve
+    from bosun.errors import NeedsReview
 
     if waive and not reason:
         raise BadInput("`waive` needs `reason`", "say why the waived gate is acceptable; it is recorded")
+    if acknowledge is not None and not all(isinstance(code, str) for code in acknowledge):
+        raise BadInput("`acknowledge` must be a list of reason codes", 'e.g. ["NOT_PROVEN"]; see verdict.reasons')
     waivers = {str(code).upper(): str(reason) for code in (waive or [])}
     with run_guard(run_id):
-        run = do_approve(c, run_id, review, waivers)
+        try:
+            run = do_approve(c, run_id, review, waivers, acknowledge=acknowledge, by="parent")
+        except NeedsReview as err:
+            raise _needs_review(c, run_id, err) from None
+        except BadInput as err:
+            if err.code == "ACKNOWLEDGE_MISSING":
+                err.details = {"verdict": verdict.of_run(c.store.require_run(run_id))}  # type: ignore[attr-defined]
+            raise
         end_review(c, run_id)
     return run_json(c, run["id"])
+
+
+def _needs_review(c: Ctx, run_id: str, err: BosunError) -> BosunError:
+    """The engine's refusal, said to a parent: a person decides, the parent only carries their word."""
+    from bosun.engine import verdict
+    from bosun.errors import NeedsReview
+
+    judged = verdict.of_run(c.store.require_run(run_id))
+    codes = verdict.codes(judged)
+    reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in (judged or {}).get("reasons") or [])
+    out = NeedsReview(
+        f"run {run_id} needs review: a person must decide. Read these reasons to your person before approving: "
+        + (reasons or err.message),
+        f"once your person said yes, call approve with acknowledge={codes}; never acknowledge on their behalf "
+        "without asking; or discard the run",
+    )
+    out.details = {"verdict": judged}  # type: ignore[attr-defined]
+    return out
 
 
 def integrate(c: Ctx, run_id: str, reverify: bool) -> RunResult:

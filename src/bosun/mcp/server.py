@@ -39,7 +39,9 @@ task's verify commands itself and checks gates (locked paths, scope, deleted tes
 Delegate a task when it is bounded and checkable by a command (a failing test to fix, a function to
 add with tests, a mechanical refactor); keep design decisions and vague work yourself. Flow:
 delegate -> wait (repeat while done is false) -> result -> approve -> integrate. Nothing lands on
-the user's branch without approve and integrate, and bosun never pushes."""
+the user's branch without approve and integrate, and bosun never pushes. Every result says its verdict
+first: landable, needs_review (a person must decide: read the reasons to your person before approving,
+then approve with acknowledge=[their codes]; never acknowledge on their behalf) or refused."""
 
 DELEGATE = """\
 Hand a bounded, verifiable coding task to a cheap worker agent; returns a run id at once while the
@@ -60,7 +62,8 @@ compact result when the run is done, or {"state": ..., "done": false}: then call
 progress notifications while it blocks."""
 
 RESULT = """\
-The compact answer for a run: verdict, gates (red ones explained), verification bosun ran itself
+The compact answer for a run: the verdict first (landable, needs_review with its reasons, or refused) and
+`summary` saying it in a sentence, then gates (red ones explained), verification bosun ran itself
 (passed, failing output), files changed with line counts, the worker's final message and the receipt
 (worker tokens and cost; parent tokens estimated and, once the review ends, measured). A verified run
 was proven by bosun's own verification: read this instead of the diff. include_diff=true adds the diff."""
@@ -70,7 +73,11 @@ TOOLS_DOC = {
     "diff": "The run's diff as bosun verified it (stat_only=true: only file and line counts). Usually unnecessary: "
             "bosun ran the verification itself; call result first.",
     "approve": "Approve a verified run: bosun refuses unless verification passed, every gate is green (or waived by "
-               "code with a reason) and the diff is unchanged since verification. Then call integrate.",
+               "code with a reason) and the diff is unchanged since verification. Then call integrate. A run whose "
+               "verdict is needs_review (exit 7 in a shell) waits for a person: read its verdict.reasons to your "
+               "person and approve with `acknowledge` naming every reason code only after they said yes; never "
+               "acknowledge on their behalf without asking. Without it, or with a code missing, approve refuses "
+               "and names the codes.",
     "integrate": "Land an approved run on the branch it started from: merged, re-verified on the merged result, "
                  "fast-forwarded. Never pushes. Refuses (nothing changed) on a conflict with the user's work.",
     "discard": "Throw a run away: stop its worker if running, remove its worktree and branch. Nothing lands.",
@@ -96,7 +103,8 @@ def _text(obj: Any, error: bool = False) -> CallToolResult:
 
 
 def error_result(err: BosunError) -> CallToolResult:
-    return _text({"error": err.to_dict()}, error=True)
+    # A refusal about review carries the verdict, so the parent can read the reasons to its person.
+    return _text({"error": err.to_dict(), **(getattr(err, "details", None) or {})}, error=True)
 
 
 class BosunMCP(MCPServer):
@@ -141,7 +149,8 @@ def build_server(default_repo: Path) -> MCPServer:
         task: Annotated[dict[str, Any] | None, Field(description="the task contract as an object")] = None,
         task_path: Annotated[str | None, Field(description="path of a YAML/JSON task file")] = None,
         profile: Annotated[str | None, Field(description="worker profile (see the workers tool); default: routing")] = None,
-        auto_approve: Annotated[bool, Field(description="approve and integrate at once when everything is green")] = False,
+        auto_approve: Annotated[bool, Field(description="approve and integrate at once when the verdict is landable; "
+                                                       "a run that needs review waits for a person")] = False,
         repo: Repo = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
@@ -225,8 +234,11 @@ def build_server(default_repo: Path) -> MCPServer:
         waive: Annotated[list[str] | None, Field(description="red gate codes to accept")] = None,
         reason: Annotated[str | None, Field(description="why the waived gates are acceptable (recorded)")] = None,
         review: Annotated[dict[str, Any] | None, Field(description='{"verdict", "findings": [{"severity": "P0".."P3"}]}')] = None,
+        acknowledge: Annotated[list[str] | None, Field(
+            description="for a run whose verdict is needs_review: every reason code (verdict.reasons[].code), "
+                        "given only after your person read the reasons and said yes; recorded as the parent's")] = None,
     ) -> CallToolResult:
-        return await call(lambda: ops.approve(ops.ctx(), ops.checked_run(run_id), waive, reason, review))
+        return await call(lambda: ops.approve(ops.ctx(), ops.checked_run(run_id), waive, reason, review, acknowledge))
 
     @server.tool(description=TOOLS_DOC["integrate"], annotations=LANDS)
     async def integrate(run_id: RunId, reverify: bool = True) -> CallToolResult:

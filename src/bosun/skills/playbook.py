@@ -66,21 +66,30 @@ your judgement, changes to CI or test configuration (bosun locks those), or anyt
 2. `wait` with the run id: blocks up to 45 s; while it returns `"done": false`, call it again.
 3. Read the compact result (`wait` returns it; `result` fetches it again).
 4. `approve`, then `integrate`: the change lands on the branch the run started from, re-verified.
-   Or `discard` it.
+   Or `discard` it. A run that needs review waits for your person's yes (below).
 
 In a shell, `bosun warm start` once makes each later `bosun delegate`/`approve`/`integrate` start
 ~0.2 s sooner (same results; `bosun warm stop` ends it).
 
 ## Reading a result
 
-- `verdict` "verified" means bosun ran your verify commands on the change and every gate is green.
-  If your verify commands really test the task, you need not read the diff: check `files_changed`
-  (the expected files, sensible line counts) and the worker's `final_message`, then approve.
-- `proven: true` is stronger: bosun also ran your verify commands on the tree before the change and
-  they failed there, so the change is what makes them pass (`proof` says it in a sentence).
+Every result says its `verdict` first (`summary` says it in a sentence); in a shell the exit code says
+it too: 0 landable, 7 needs review, 3 refused.
+
+- `landable`: bosun ran your verify commands on the change, every gate is green and the change is
+  proven (the verify commands failed on the tree before it, so the change is what makes them pass).
+  Check `files_changed` (the expected files, sensible line counts) and the worker's `final_message`,
+  then approve and integrate; you need not read the diff when your verify commands test the task.
+- `needs_review` (exit 7): green, but **a person must decide**. `verdict.reasons` says why, each a
+  code and a sentence (not proven, no verify commands, changed expected values, a self-review that
+  escalated, a waived gate). Read these reasons to your person before approving, and show them the
+  diff if they ask. Only when they said yes, call `approve` with `acknowledge` naming every reason
+  code (in a shell: `bosun approve RUN --yes`); the acknowledgment is recorded as yours. Never
+  acknowledge on their behalf without asking. `auto_approve` never lands such a run: it waits.
+- `refused` (exit 3): `verdict.reasons` (and `gates.red`) name each refusal; a failed verify command
+  carries its output tail. Discard it, or delegate a corrected task.
 - Read the diff (`diff`) when files outside the expected ones changed, when the counts look wrong,
   or when your verify commands cover only part of the task.
-- "rejected": `gates.red` names each refusal; a failed verify command carries its output tail.
 
 ## When to escalate
 

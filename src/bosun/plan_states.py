@@ -18,8 +18,8 @@ ABORTED = "aborted"
 PLAN_STATES = (RUNNING, PAUSED, FAILED, SUCCEEDED, CANCELLED, ABORTED)
 
 PLAN_TRANSITIONS: dict[str, frozenset[str]] = {
-    # A running plan pauses on a merge conflict (or a landing refused for the user's uncommitted
-    # work), fails when a task fails after its retries or the plan verify fails, succeeds, or is
+    # A running plan pauses on a merge conflict, a task whose verdict waits for a person's review
+    # (or a landing refused for the user's uncommitted work), fails when a task fails after its retries or the plan verify fails, succeeds, or is
     # cancelled. ``running -> running`` is a resume after its process died.
     # ``running -> aborted`` only when the process driving it is gone (a crash).
     RUNNING: frozenset({RUNNING, PAUSED, FAILED, SUCCEEDED, CANCELLED, ABORTED}),
@@ -39,9 +39,11 @@ T_RUNNING = "running"  # a run is being prepared, worked or verified (retries in
 T_READY = "ready"  # approved, landing commit built, waiting for the wave's merges
 T_MERGED = "merged"  # in the integration branch
 T_CONFLICT = "conflict"  # its change conflicts with the integration branch
+# Verified, but its verdict needs a person's review: it waits, unmerged, until `bosun approve RUN`.
+T_REVIEW = "needs_review"
 T_FAILED = "failed"  # failed after max_attempts
 T_CANCELLED = "cancelled"
-TASK_STATES = (T_PENDING, T_RUNNING, T_READY, T_MERGED, T_CONFLICT, T_FAILED, T_CANCELLED)
+TASK_STATES = (T_PENDING, T_RUNNING, T_READY, T_MERGED, T_CONFLICT, T_REVIEW, T_FAILED, T_CANCELLED)
 
 
 def check_plan_transition(src: str, dst: str) -> None:

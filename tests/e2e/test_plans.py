@@ -92,10 +92,12 @@ def diamond(tmp_path: Path, plan_verify: bool = True) -> Path:
              verify=[check("out/b.txt", "after")]),
         task("c", "@require out/a.txt\n@sleep 0.8\n@derive out/c.txt out/a.txt", ["out/c.txt"], ["a"],
              verify=[check("out/c.txt", "after")]),
-        task("d", "@require out/a.txt\n@sleep 0.8\n@derive out/d.txt out/a.txt", ["out/d.txt"], ["a"]),
+        task("d", "@require out/a.txt\n@sleep 0.8\n@derive out/d.txt out/a.txt", ["out/d.txt"], ["a"],
+             verify=[check("out/d.txt")]),
         task("e", "@require out/b.txt\n@require out/c.txt\n@sleep 0.3\n@derive out/e.txt out/b.txt out/c.txt",
-             ["out/e.txt"], ["b", "c"]),
-        task("f", "@require out/d.txt\n@sleep 0.3\n@derive out/f.txt out/d.txt", ["out/f.txt"], ["d"]),
+             ["out/e.txt"], ["b", "c"], verify=[check("out/e.txt")]),
+        task("f", "@require out/d.txt\n@sleep 0.3\n@derive out/f.txt out/d.txt", ["out/f.txt"], ["d"],
+             verify=[check("out/f.txt")]),
     ]
     head = {"verify": [check("out/a.txt")]} if plan_verify else {}
     return write_plan(tmp_path / "diamond.json", tasks, title="Diamond", **head)

@@ -27,10 +27,12 @@ typical flow:
   bosun plan run plan.yaml              run it (--no-merge keeps the result on bosun/plan/<id>)
   bosun plan watch PLAN                 follow it live (--json: one event per line)
   bosun plan continue PLAN --plan fixed.yaml   after a conflict or failure
+  bosun plan continue PLAN              after `bosun approve RUN` of a task that needed review
   bosun plan resume PLAN                after bosun was killed
   bosun plan abort PLAN                 remove its worktrees and branches (records stay)
 
-exit codes: 0 succeeded, 1 failed or cancelled, 2 invalid plan, 5 busy, 6 paused (conflict)
+exit codes: 0 succeeded, 1 failed or cancelled, 2 invalid plan, 5 busy, 6 paused (conflict),
+  7 paused: a task needs a person's review (`bosun approve RUN`, then `bosun plan continue PLAN`)
 """
 
 
@@ -140,10 +142,12 @@ def _checked(args: argparse.Namespace) -> str:
     return check_plan_id(args.plan_id)
 
 
-def _exit_for(state: str) -> int:
-    from bosun.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_OK
+def _exit_for(row: dict[str, Any]) -> int:
+    from bosun.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK
 
-    return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(state, EXIT_ERROR)
+    if row["state"] == "paused" and ((row.get("data") or {}).get("error") or {}).get("code") == "NEEDS_REVIEW":
+        return EXIT_NEEDS_REVIEW  # a task waits for a person's review
+    return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(row["state"], EXIT_ERROR)
 
 
 def _finish(args: argparse.Namespace, ctx: Ctx, row: dict[str, Any], code: int | None = None) -> int:
@@ -156,7 +160,7 @@ def _finish(args: argparse.Namespace, ctx: Ctx, row: dict[str, Any], code: int |
         emit_json(result)
     else:
         print_plan(result)
-    return _exit_for(row["state"]) if code is None else code
+    return _exit_for(row) if code is None else code
 
 
 def _live(args: argparse.Namespace) -> tuple[Any, Any]:

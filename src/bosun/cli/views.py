@@ -136,6 +136,11 @@ def print_plan(r: dict[str, Any]) -> None:
             out("  ".join(bits) + "\n")
             if t["conflict"]:
                 out(f"    conflict in: {', '.join(t['conflict'].get('files') or [])}\n")
+            if t.get("review"):
+                out(f"    verdict: {t['review'].get('verdict_line')}: a person must decide "
+                    f"(`bosun approve {t['review'].get('run')}`)\n")
+                for reason in t["review"].get("reasons") or []:
+                    out(f"      - {reason['code']}: {reason['sentence']}\n")
             if t["error"]:
                 out(f"    error: {t['error'].get('message')}\n")
             for f in t["failures"][-3:] if t["state"] != "merged" else []:
@@ -146,5 +151,8 @@ def print_plan(r: dict[str, Any]) -> None:
             out(f"  hint: {r['error']['hint']}\n")
     if r["state"] == "running" and not r["driver_alive"]:
         out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
+    elif r["state"] == "paused" and (r.get("error") or {}).get("code") == "NEEDS_REVIEW":
+        out(f"next: read the reasons above; `bosun approve RUN` for each waiting task, then "
+            f"`bosun plan continue {r['id']}`\n")
     elif r["state"] in NEXT_STEP:
         out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")

@@ -21,6 +21,7 @@ from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.ids import check_plan_id, plan_dir, plan_of, wave_base_ref
+from bosun.plans.judge import judge_wave
 from bosun.plans.runs import discard_run, finish_run, lower_priority
 from bosun.plans.task_runner import TaskRunner, WaveContext
 from bosun.plans.validate import validated
@@ -55,7 +56,7 @@ def drive(ctx: Ctx, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), r
             pstore.set_state(plan_id, row["state"], model.RUNNING, reason or "continued")
         elif reason:
             pstore.event(plan_id, "plan", reason, state=model.RUNNING)
-        pstore.merge_plan_data(plan_id, pid=os.getpid(), error=None, conflict=None, failed_tasks=None)
+        pstore.merge_plan_data(plan_id, pid=os.getpid(), error=None, conflict=None, failed_tasks=None, review=None)
         try:
             driver = WaveDriver(ctx, plan_id)
         except BosunError as exc:
@@ -296,37 +297,7 @@ class WaveDriver:
         self.finishing.append(self.finisher.submit(finish_run, self.ctx.store.path, self.ctx.settings_overrides, run_id))
 
     def _judge_wave(self, n: int, todo: list[str]) -> bool:
-        tasks = {pt["task_id"]: pt for pt in self.ps.tasks(self.plan_id)}
-        failed = [t for t in todo if tasks[t]["state"] == model.T_FAILED]
-        conflicts = [t for t in todo if tasks[t]["state"] == model.T_CONFLICT]
-        other = [t for t in todo if tasks[t]["state"] not in (model.T_MERGED, model.T_FAILED, model.T_CONFLICT)]
-        if failed:
-            first = tasks[failed[0]]
-            err = first["data"].get("error") or {}
-            msg = (f"task {failed[0]} failed after {first['attempts']} attempt(s): {err.get('message', 'failed')}"
-                   + (f" (and {len(failed) - 1} more failed task(s))" if len(failed) > 1 else ""))
-            self.stop(model.FAILED, {"code": "TASK_FAILED", "message": msg,
-                                 "hint": f"`bosun plan status {self.plan_id}` shows every attempt; fix the task and "
-                                         f"`bosun plan continue {self.plan_id} --plan fixed.yaml`, or "
-                                         f"`bosun plan abort {self.plan_id}`"},
-                      msg, failed_tasks=failed)
-            return False
-        if conflicts:
-            first = tasks[conflicts[0]]
-            files = (first["data"].get("conflict") or {}).get("files", [])
-            msg = f"task {conflicts[0]} conflicts with the integration branch in {', '.join(files[:5]) or 'some files'}"
-            self.stop(model.PAUSED, {"code": "MERGE_CONFLICT", "message": msg,
-                                 "hint": "sequence the conflicting tasks with depends in a fixed plan and "
-                                         f"`bosun plan continue {self.plan_id} --plan fixed.yaml`"},
-                      msg, conflict={"tasks": conflicts, "files": files, "wave": n})
-            return False
-        if other:
-            # Cancelled tasks (the plan itself was not cancelled: a run was, by hand).
-            msg = f"task {other[0]} did not finish ({tasks[other[0]]['state']})"
-            self.stop(model.FAILED, {"code": "TASK_STOPPED", "message": msg,
-                                 "hint": f"`bosun plan continue {self.plan_id}` runs it again"}, msg)
-            return False
-        return True
+        return judge_wave(self.ps, self.plan_id, n, todo, self.stop)
 
     def _confine_verify(self, worktree: Path, home: Path) -> Any:
         # Plan verify runs workers' merged code: confined like every verification.

@@ -54,6 +54,7 @@ from bosun.plan_states import (  # noqa: F401 - the plan's states, named where p
     T_MERGED,
     T_PENDING,
     T_READY,
+    T_REVIEW,
     T_RUNNING,
     TASK_STATES,
     check_plan_transition,

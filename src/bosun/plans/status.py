@@ -1,4 +1,7 @@
-"""The plan result object (``--json`` of every plan verb); :mod:`bosun.cli.views` renders it as text."""
+"""The plan result object (``--json`` of every plan verb); :mod:`bosun.cli.views` renders it as text.
+
+Each task carries the ``verdict`` of its current run (``engine/verdict.py``), and a task that waits for
+a person's review (``needs_review``) its ``review``: the run, the verdict in a line and the reasons."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[str, Any]:
     from pathlib import Path
 
+    from bosun.engine.verdict import of_run
     from bosun.plans.ids import driver_alive, plan_dir
     from bosun.plans.integration import branch_head
     from bosun.store.plans import PlanStore
@@ -25,11 +29,15 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
             "attempts": pt["attempts"],
             "run_id": pt["run_id"],
             "run_state": run["state"] if run else None,
+            # The verdict of the task's current run, as `bosun show` has it (None until it is judged).
+            "verdict": of_run(run) if run else None,
             "profile": run["profile"] if run else None,
             "runs": tdata.get("runs") or [],
             "profiles": tdata.get("profiles") or [],
             "merged_commit": pt.get("merged_commit"),
             "conflict": tdata.get("conflict"),
+            # A task that waits for a person: its run, the verdict in a line and every reason.
+            "review": tdata.get("review") if pt["state"] == "needs_review" else None,
             "failures": tdata.get("failures") or [],
             "error": tdata.get("error") if pt["state"] in ("failed", "conflict") else None,
         })
@@ -58,6 +66,7 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
         "merged_commit": plan.get("merged_commit"),
         "verified_head": data.get("verified_head"),
         "conflict": data.get("conflict"),
+        "review": data.get("review"),  # {tasks, wave} while tasks wait for a person's review
         "error": data.get("error"),
         "driver_alive": driver_alive(plan["id"]) if plan["state"] == "running" else False,
         "tasks": tasks,

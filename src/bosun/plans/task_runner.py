@@ -131,6 +131,8 @@ class TaskRunner:
             elif state == states.WORKED:
                 self._call("verify", run["id"])
             elif state == states.VERIFIED:
+                if self._waits_for_review(run, pt):
+                    return model.T_REVIEW  # not merged: the wave ends with it waiting for a person
                 self._offload(self._approve, run)
             elif state == states.APPROVED:
                 if self._offload(self._build_landing, run):
@@ -221,11 +223,10 @@ class TaskRunner:
         from bosun.engine.lifecycle import approve
 
         waivers = {}
-        if not self.contract.verify:
-            if self.contract.mode.value != "code":
-                waivers["VERIFY_FAILED"] = f"a {self.contract.mode.value} task changes no files"
-            elif self.wave.plan.verify:
-                waivers["VERIFY_FAILED"] = "no task-level verify; the plan-level verify runs on the integration branch"
+        if not self.contract.verify and self.contract.mode.value != "code":
+            waivers["VERIFY_FAILED"] = f"a {self.contract.mode.value} task changes no files"
+        # A code task without its own verify commands is not landable (NOT_VERIFIED): it waits for a
+        # person (`_waits_for_review`) and never reaches this plan-made approval.
         try:
             approve(self.ctx, run["id"], waivers=waivers)
         except Rejected as exc:
@@ -234,14 +235,34 @@ class TaskRunner:
                 self.ctx.store.merge_data(run["id"], error=exc.to_dict())
                 self.ctx.store.transition(run["id"], states.VERIFIED, states.REJECTED, "approval refused: " + exc.message[:300])
 
+    def _waits_for_review(self, run: RunRow, pt: dict[str, Any]) -> bool:
+        """A verified run whose verdict needs a person's review does not land on the plan's say-so: the
+        task waits (``needs_review``, with the reasons) until `bosun approve RUN`."""
+        from bosun.engine import verdict
+
+        judged = verdict.of_run(run)
+        if not verdict.waits_for_a_person(judged):
+            return False
+        assert judged is not None
+        review = {"run": run["id"], "verdict_line": verdict.one_line(judged), "reasons": judged["reasons"]}
+        again = pt["state"] == model.T_REVIEW and (pt["data"].get("review") or {}).get("run") == run["id"]
+        self._set(state=model.T_REVIEW, data={"review": review}, event=None if again else (
+            f"{review['verdict_line']}: waits for a person (`bosun approve {run['id']}`, then "
+            f"`bosun plan continue {self.plan_id}`)"), event_data={"run": run["id"], "codes": verdict.codes(judged)})
+        return True
+
     def _build_landing(self, run: RunRow) -> bool:
+        from bosun.engine.approval import ensure_may_land
+
         try:
+            ensure_may_land(run)  # landable, or its review reasons acknowledged by a person
             commit, digest = plan_git.build_landing(run, self.contract, self.plan_id, self.task_id)
         except BosunError as exc:
             self.ctx.store.merge_data(run["id"], error=exc.to_dict())
             self.ctx.store.transition(run["id"], states.APPROVED, states.REJECTED, "landing commit failed: " + exc.message[:300])
             return False
-        self._set(state=model.T_READY, data={"landing": {"run": run["id"], "commit": commit, "diff_sha256": digest}},
+        self._set(state=model.T_READY, data={"landing": {"run": run["id"], "commit": commit, "diff_sha256": digest},
+                                             "review": None},
                   event=f"verified and approved; landing {commit[:12] if commit else '(no change)'}")
         return True
 

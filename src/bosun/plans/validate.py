@@ -319,7 +319,8 @@ def check_plan(plan: Plan) -> tuple[list[Problem], list[list[str]] | None]:
         problems.append(
             Problem("NOTHING_VERIFIES", f"{len(unverified)} task(s) have no verify commands and the plan has none: "
                     + ", ".join(unverified[:5]),
-                    "add verify: to those tasks (or to defaults:), or a plan-level verify: that runs after every wave",
+                    "add verify: to those tasks (or to defaults:); a plan-level verify: checks the merged result after "
+                    "every wave, but a task without verify commands of its own waits for a person's review",
                     unverified)
         )
     return problems, waves

@@ -1,8 +1,10 @@
 """``[notify]``: tell the user (or a script) when a run stops.
 
 ``command`` is run with the run's ``--json`` result on stdin (no shell; it is the user's own program,
-from the user's config); ``bell`` rings the terminal when there is one; ``desktop`` calls
-``notify-send`` when it is installed. A notifier that fails never changes the run.
+from the user's config): its ``verdict`` object, and ``verdict_line``, the verdict in the words of
+``verdict.one_line`` that every text surface uses. ``bell`` rings the terminal when there is one;
+``desktop`` calls ``notify-send`` when it is installed, titled with that line. A notifier that fails
+never changes the run.
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ def notify_run(ctx: Ctx, run_id: str) -> list[str]:
     from bosun.results import run_result
 
     done: list[str] = []
-    result = run_result(run)
+    from bosun.engine.verdict import one_line
+
+    result: dict[str, Any] = {**run_result(run)}
+    result["verdict_line"] = one_line(result.get("verdict"))
     if cfg.command:
         done.append(run_command(cfg.command, result, Path(run["repo"]), cfg.timeout_s))
     if cfg.bell:
         done.append(_bell())
     if cfg.desktop:
-        done.append(_desktop(run))
+        done.append(_desktop(run, result.get("verdict")))
     return done
 
 
@@ -77,14 +82,23 @@ def _bell() -> str:
     return "bell"
 
 
-def _desktop(run: RunRow) -> str:
+def headline(run: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> str:
+    """What a notification says first: the verdict as every surface says it, then the state."""
+    from bosun.engine.verdict import one_line
+    from bosun.states import shown_state
+
+    state = shown_state(run["state"], run.get("merged_commit"))
+    return f"bosun: {one_line(verdict)}" if verdict else f"bosun: {state}"
+
+
+def _desktop(run: RunRow, verdict: Mapping[str, Any] | None) -> str:
     from bosun.proc import run_quick
 
     exe = shutil.which("notify-send")
     if exe is None:
         return "desktop: notify-send not installed"
     try:
-        run_quick([exe, f"bosun: {run['state']}", f"{run['id']} {run['title']}"], timeout=10)
+        run_quick([exe, headline(run, verdict), f"{run['id']} {run['title']} ({run['state']})"], timeout=10)
     except Exception:  # noqa: BLE001 - a missing display must not fail the run
         return "desktop: failed"
     return "desktop"

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from bosun import paths
 from bosun.engine import record
+from bosun.engine.verdict import one_line
 from bosun.fileio import read_json, write_json_atomic, write_text_atomic
 from bosun.metrics import cost_usd, parent_savings
 from bosun.parents.meter import measured_receipt
 from bosun.results import run_result
+from bosun.states import shown_state
 from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
@@ -63,13 +65,17 @@ def build_metrics(ctx: Ctx, run: RunRow) -> dict[str, Any]:
     transitions = ctx.store.transitions(run["id"])
     started = transitions[0]["at"] if transitions else run["created_at"]
     ended = transitions[-1]["at"] if transitions else time.time()
-    returned = json.dumps(run_result(run, brief=True), separators=(",", ":"))
+    result = run_result(run, brief=True)
+    returned = json.dumps(result, separators=(",", ":"))
     estimate = parent_savings(
         _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
     )
     return {
         "run_id": run["id"],
         "state": run["state"],
+        # The one verdict (engine/verdict.py), as `show --json` and every other surface has it.
+        "verdict": result["verdict"],
+        "verdict_line": one_line(result["verdict"]),
         "profile": run["profile"],
         "duration_s": round(ended - started, 3),
         "worker": {
@@ -101,7 +107,9 @@ def render_markdown(ctx: Ctx, run: RunRow, metrics: dict[str, Any]) -> str:
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     lines = [f"# bosun run {run['id']}: {run['title']}", ""]
-    lines.append(f"- state: **{run['state']}**")
+    lines.append(f"- verdict: **{metrics.get('verdict_line') or one_line(None)}**")
+    lines += [f"  - {r['code']}: {r['sentence']}" for r in (metrics.get("verdict") or {}).get("reasons") or []]
+    lines.append(f"- state: **{shown_state(run['state'], run.get('merged_commit'))}**")
     lines.append(f"- profile: {run['profile']} ({run.get('profile_reason') or ''})")
     lines.append(f"- source: {run['source_branch']} @ {run['base'][:12]}; worktree branch {run['branch']}")
     merged = run.get("merged_commit")

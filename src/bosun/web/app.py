@@ -154,12 +154,15 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         from bosun.engine.lifecycle import approve
         from bosun.engine.teardown import discard
 
-        fn = {"approve": approve, "discard": discard}.get(verb)
-        if fn is None:
+        if verb not in ("approve", "discard"):
             return _not_found()
+        reviewed = _form_field(await request.body(), "reviewed")
 
         def call() -> RunRow:
-            return fn(Ctx(stores.get()), rid)  # type: ignore[operator]
+            c = Ctx(stores.get())
+            if verb == "discard":
+                return discard(c, rid)
+            return approve(c, rid, **_acknowledgment(c, rid, reviewed))
 
         try:
             result = await run_in_threadpool(call)
@@ -192,6 +195,28 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
     ]
     app = Starlette(routes=routes)
     return Guard(app, token, allowed_hosts(port))
+
+
+def _form_field(body: bytes, name: str) -> str:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(body.decode("utf-8", "replace")).get(name) or [""]
+    return values[0]
+
+
+def _acknowledgment(c: Any, run_id: str, reviewed: str) -> dict[str, Any]:
+    """The approve button is a person: it acknowledges a run's review reasons, but only those the run
+    page showed them (the form's ``reviewed``); reasons the page did not show are refused, not assumed."""
+    from bosun.engine.verdict import of_run
+    from bosun.errors import NeedsReview
+    from bosun.web.verdicts import acknowledgment
+
+    verdict = of_run(c.store.require_run(run_id))
+    ack, unseen = acknowledgment(verdict, reviewed)
+    if unseen:
+        raise NeedsReview(f"run {run_id} needs review, and this page did not show you every reason: "
+                          + ", ".join(unseen), "reload the run page, read its reasons, then approve")
+    return {"acknowledge": ack, "by": "person"} if ack else {}
 
 
 def _run_id(request: Request) -> str | None:

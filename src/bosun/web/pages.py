@@ -8,9 +8,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.engine.verdict import of_run
 from bosun.fileio import read_json
 from bosun.history import refresh
 from bosun.paths import run_dir
+from bosun.states import shown_state
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, distinct_values, list_runs
 from bosun.web.highlight import highlight_diff
@@ -28,13 +30,13 @@ from bosun.web.html import (
     tokens,
 )
 from bosun.web.svg import bar_chart, plan_graph
+from bosun.web.verdicts import approve_form, badge, section
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
 
 PAGE_SIZE = 50
 EVENTS_SHOWN = 400
-APPROVABLE = ("verified",)
 DISCARDABLE = ("prepared", "working", "worked", "verified", "rejected", "approved", "failed", "blocked",
                "interrupted", "cancelled")
 
@@ -77,6 +79,7 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
     body = []
     for r in rows:
         f = r.get("facts") or {}
+        shown = shown_state(r["state"], r.get("merged_commit"))
         gates = f"{f.get('gates_total', 0) - f.get('gates_failed', 0)}/{f.get('gates_total', 0)}" if f.get("gates_total") else "-"
         proven = '<span class="ok">yes</span>' if f.get("proven") else '<span class="muted">no</span>'
         tok = (f.get("input_tokens") or 0) + (f.get("output_tokens") or 0)
@@ -88,7 +91,8 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
             dur = time.time() - r["created_at"]
         snip = f'<div class="snip">{e(r["_snippet"])}</div>' if r.get("_snippet") else ""
         body.append(
-            f'<tr data-run="{e(r["id"])}" data-state="{e(r["state"])}"><td>{state_badge(r["state"])}</td>'
+            f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}</td>'
+            f'<td>{badge(of_run(r))}</td>'
             f'<td><a href="/runs/{e(r["id"])}">{e(r["title"])}</a>{snip}<div class="muted small">{e(r["id"])}</div></td>'
             f'<td>{e(r["profile"] or "-")}<div class="muted small">{e(f.get("adapter") or "")}</div></td>'
             f'<td>{e(f.get("caller") or "-")}</td>'
@@ -102,10 +106,10 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
     nav.append(f'<span class="muted">page {page}</span>')
     if more:
         nav.append(f'<a href="/?{query({**base, "page": page + 1})}" rel="next">older</a>')
-    empty = "" if rows else '<tr><td colspan="10" class="muted">no runs match</td></tr>'
+    empty = "" if rows else '<tr><td colspan="11" class="muted">no runs match</td></tr>'
     return (
         f'<div id="runs" hx-get="{e(src)}" hx-trigger="bosun:runs from:body" hx-swap="outerHTML">'
-        '<table class="runs"><thead><tr><th>state</th><th>title</th><th>profile / CLI</th><th>caller</th><th>duration</th>'
+        '<table class="runs"><thead><tr><th>state</th><th>verdict</th><th>title</th><th>profile / CLI</th><th>caller</th><th>duration</th>'
         '<th>tokens</th><th>cost</th><th>proven</th><th>gates</th><th>started</th></tr></thead>'
         f'<tbody>{"".join(body)}{empty}</tbody></table><p class="pager">{" ".join(nav)}</p></div>'
     )
@@ -125,14 +129,19 @@ def run_page(store: Store, run_id: str) -> str | None:
 
 
 def run_body(store: Store, run: RunRow) -> str:
+    from bosun.engine.verdict import decide
+    from bosun.results import current_error
+
     rid = run["id"]
     rdir = run_dir(rid)
     data = run.get("data") or {}
     task = (read_json(rdir / "task.json", {}) or {}).get("task") or {}
     gates_doc = read_json(rdir / "gates.json", {}) or {}
-    err = data.get("error")
+    verdict = decide(run, task, gates_doc.get("gates", []), read_json(rdir / "verification.json", None))
+    err = current_error(run)
+    shown = shown_state(run["state"], run.get("merged_commit"))
     head = (
-        f'<h1>{e(run["title"])} {state_badge(run["state"])}</h1>'
+        f'<h1>{e(run["title"])} {state_badge(shown)}</h1>' + section(verdict) +
         f'<p class="meta">profile <b>{e(run["profile"] or "-")}</b> ({e(run.get("profile_reason") or "")}) · '
         f'repo {e(run["repo"])} · branch {e(run["source_branch"])} @ {e(run["base"][:12])} · '
         f'worktree branch {e(run["branch"])} · started {stamp(run["created_at"])} UTC</p>'
@@ -142,7 +151,7 @@ def run_body(store: Store, run: RunRow) -> str:
                  + (f'<div class="muted">{e(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
     sections = [
         head,
-        _actions(run),
+        _actions(run, verdict),
         _section("Gates", _gates(gates_doc), open_=True),
         _section("Diff", _diff(rdir, run), open_=True),
         _section("Verification", _verification(rdir), open_=True),
@@ -152,7 +161,8 @@ def run_body(store: Store, run: RunRow) -> str:
         _section("Transitions", _transitions(store, rid)),
     ]
     return (f'<div id="run" hx-get="/fragments/runs/{e(rid)}" hx-trigger="bosun:run from:body" hx-swap="outerHTML" '
-            f'data-state="{e(run["state"])}">' + "".join(sections) + "</div>")
+            f'data-state="{e(shown)}" data-verdict="{e((verdict or {}).get("outcome") or "")}">'
+            + "".join(sections) + "</div>")
 
 
 def _section(title: str, body: str, open_: bool = False) -> str:
@@ -160,12 +170,10 @@ def _section(title: str, body: str, open_: bool = False) -> str:
     return f'<details class="sec" id="sec-{slug}"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
 
 
-def _actions(run: RunRow) -> str:
+def _actions(run: RunRow, verdict: dict[str, Any] | None) -> str:
     rid = e(run["id"])
-    buttons = []
-    if run["state"] in APPROVABLE:
-        buttons.append(f'<form method="post" action="/runs/{rid}/approve" hx-post="/runs/{rid}/approve" '
-                       f'hx-target="#action-result" hx-swap="innerHTML"><button class="approve">approve</button></form>')
+    approve = approve_form(run["id"], run["state"], verdict)
+    buttons = [approve] if approve else []
     if run["state"] in DISCARDABLE:
         buttons.append(f'<form method="post" action="/runs/{rid}/discard" hx-post="/runs/{rid}/discard" '
                        f'hx-target="#action-result" hx-swap="innerHTML" hx-confirm="Discard this run? Its worktree '

@@ -264,8 +264,8 @@ def test_cancel_a_paused_plan_drops_its_unmerged_runs(cli, tmp_path):
     repo = make_plan_repo(tmp_path / "repo")
     scope = ["out/**", "shared.txt"]
     plan = write_plan(tmp_path / "p.json", [
-        task("l", "@write shared.txt l", ["out/l.txt"], scope=scope, verify=[check("shared.txt")]),
-        task("r", "@write shared.txt r", ["out/r.txt"], scope=scope, verify=[check("shared.txt")]),
+        task("l", "@write shared.txt l", ["out/l.txt"], scope=scope, verify=[check("shared.txt", "l")]),
+        task("r", "@write shared.txt r", ["out/r.txt"], scope=scope, verify=[check("shared.txt", "r")]),
     ])
     code, res = cli("plan", "run", str(plan), "--repo", str(repo), "--json")
     assert code == 6 and res["state"] == "paused"

@@ -509,3 +509,14 @@ class TestPermit:
         change = Change()
         change.file("bosun.toml", "a = 1\n", "a = 2\n")
         assert not check_locked(change.ctx(task_fields={"permit": ["*"]})).ok
+
+    def test_permit_never_lifts_the_pytest_section_of_a_permitted_file(self) -> None:
+        base = "[tox]\nenvlist = py311\n\n[pytest]\naddopts = -q\n"
+        change = Change()
+        change.file("tox.ini", base, base.replace("addopts = -q", "addopts = -q -k 'not test_add'"))
+        result = check_locked(change.ctx(task_fields={"permit": ["tox.ini"]}))
+        assert not result.ok and "tox.ini [pytest]" in result.detail
+        change = Change()
+        change.file("tox.ini", base, base + "\n[testenv:lint]\ncommands = ruff check .\n")
+        result = check_locked(change.ctx(task_fields={"permit": ["tox.ini"]}))
+        assert result.ok and [r["code"] for r in result.review] == ["LOCKED_PATH_PERMITTED"]

@@ -323,7 +323,7 @@ def test_a_new_tox_environment_is_an_addition_needing_approval() -> None:
     result = check_locked(Tree().put("pyproject.toml", after, before=PYPROJECT).ctx(verify=["tox -e py"]))
     assert not result.ok
     assert "added tox environments" in result.detail and "[tool.tox.env.docs]" in result.detail
-    assert "waive LOCKED_PATH_CHANGED" in result.detail
+    assert "`permit: [pyproject.toml]`" in result.detail
 
 
 def test_a_new_tox_environment_that_verify_selects_is_tampering() -> None:

@@ -20,8 +20,11 @@ LOCKED_PATH_CHANGED = "LOCKED_PATH_CHANGED"
 OUT_OF_SCOPE = "OUT_OF_SCOPE"
 
 
-# Never lifted by a task's ``permit``: git's own directory, and the file that configures bosun itself.
-NEVER_PERMITTED = (".git/**", "bosun.toml")
+# Never lifted by a task's ``permit``: git's own directory, the file that configures bosun itself, and
+# the test runner's own settings, which decide what verification runs (pytest's files here, its sections
+# inside shared files through :func:`_runner_section`). A task may add a tox environment; it may not
+# tell pytest what to collect.
+NEVER_PERMITTED = (".git/**", "bosun.toml", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml")
 LOCKED_PATH_PERMITTED = "LOCKED_PATH_PERMITTED"
 
 
@@ -44,7 +47,9 @@ def check_locked(ctx: GateContext) -> GateResult:
                 found.append(path if pattern == path else f"{path} (locked by {pattern!r})")
         found += locked_sections(change, ctx.base_text, ctx.new_text, selected)
         if found and all(permitted(p, permit) for p in touched_paths(change)):
-            allowed += found  # the task permits this path: a person reads it, nothing is refused
+            # The task permits this path: a person reads it, nothing is refused but pytest's own settings.
+            offences += [f for f in found if _runner_section(f)]
+            allowed += [f for f in found if not _runner_section(f)]
         else:
             offences += found
     offences, allowed = unique(offences), unique(allowed)
@@ -57,7 +62,7 @@ def check_locked(ctx: GateContext) -> GateResult:
             False,
             f"the worker added tox environments to locked test configuration: {listing(names)}; no verify "
             "command selects them and nothing that ran before changes, but locked configuration changes only "
-            "where the task permits it (`permit: [tox.ini]`)",
+            f"where the task permits it (`permit: [{', '.join(unique([n.split(' ')[0] for n in names]))}]`)",
         )
     if offences:
         return GateResult(LOCKED_PATH_CHANGED, False, f"locked paths changed: {listing(offences)}"
@@ -70,6 +75,12 @@ def check_locked(ctx: GateContext) -> GateResult:
         True,
         f"{plural(len(ctx.changes), 'file')}, none locked (test configuration intact)",
     )
+
+
+def _runner_section(offence: str) -> bool:
+    """A changed section of the test runner's settings ("tox.ini [pytest]", "setup.cfg [tool:pytest]")."""
+    _, _, section = offence.partition(" [")
+    return "pytest" in section.split("]")[0]
 
 
 def check_scope(ctx: GateContext) -> GateResult:

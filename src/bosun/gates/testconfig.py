@@ -133,7 +133,7 @@ def _setup_cfg(text: str | None) -> dict[str, Any]:
     return {
         f"[{name}]": dict(parser.items(name))
         for name in parser.sections()
-        if name in SETUP_CFG_SECTIONS or name == "testenv" or name.startswith("testenv:")
+        if name in SETUP_CFG_SECTIONS or name in ("tox", "testenv") or name.startswith("testenv:")
     }
 
 
@@ -149,7 +149,14 @@ def _package_json(text: str | None) -> dict[str, Any]:
     return {f'"{k}"': data[k] for k in PACKAGE_JSON_KEYS if k in data}
 
 
+def _tox_ini(text: str | None) -> dict[str, Any]:
+    """tox.ini is always locked whole; its sections are read so that a task's ``permit: [tox.ini]``
+    can tell a new tox environment from a change to the ``[pytest]`` section pytest itself reads."""
+    return _setup_cfg(text)
+
+
 _EXTRACTORS: dict[str, Callable[[str | None], dict[str, Any]]] = {
+    "tox.ini": _tox_ini,
     "pyproject.toml": _pyproject,
     "setup.cfg": _setup_cfg,
     "package.json": _package_json,

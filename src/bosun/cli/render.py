@@ -202,10 +202,10 @@ def print_list(runs: list[RunRow]) -> None:
 
 
 def shown_state(r: Mapping[str, Any]) -> str:
-    """A run cleaned up without being merged was discarded; it must not read like an integrated one."""
-    if r["state"] == "cleaned" and not r.get("merged_commit"):
-        return "discarded"
-    return str(r["state"])
+    """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.states.shown_state`)."""
+    from bosun.states import shown_state as shown
+
+    return shown(str(r["state"]), r.get("merged_commit"))
 
 
 def print_events(run_id: str) -> None:

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from bosun import metrics, proc, quick_exit
-from bosun.engine import lifecycle, record
+from bosun.engine import delegation, lifecycle, record
 from bosun.isolation.blobs import BlobReader
 from tests.conftest import ROOT
 
@@ -55,13 +55,13 @@ def test_the_change_is_diffed_and_read_once(cli, repo, task_file, monkeypatch):
 def test_the_tokenizer_loads_while_the_worker_runs_not_before(cli, repo, task_file, monkeypatch):
     metrics._loaded.clear()
     seen = {}
-    work = lifecycle.work
+    work = delegation.work
 
     def observed(*a, **k):  # wrapped to look at the moment the work phase begins (the reason)
         seen["loading"] = any(t.name.startswith("bosun-") for t in threading.enumerate()) or bool(metrics._loaded)
         return work(*a, **k)
 
-    monkeypatch.setattr(lifecycle, "work", observed)
+    monkeypatch.setattr(delegation, "work", observed)
     delegate(cli, repo, task_file)
     assert seen == {"loading": False}  # prepare's git work did not share the interpreter with it
     assert metrics._loaded  # and the receipt had it

@@ -121,6 +121,7 @@ def _check_adapter(name: str) -> dict[str, Any]:
         "version_ok": _version_ok(info.version, info.min_version),
         "enforces": info.enforces,
         "cannot_enforce": info.cannot_enforce,
+        "problems": list(info.problems),
     }
 
 

@@ -365,3 +365,19 @@ def test_silent_defaults_say_what_happened(cli, repo, task_file, isolated_home):
     # [pool] size = 0 (the default): `pool warm` says there is nothing to warm and how to change it.
     out = run_bosun("pool", "warm", "--repo", str(repo))
     assert out.returncode == 0 and "pool size is 0" in out.stderr and "[pool] size" in out.stderr, out.stderr
+
+
+def test_integrate_on_a_merged_run_says_so_and_a_removed_worktree_is_not_shown_as_there(cli, repo, task_file):
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--auto-approve", "--json")
+    assert code == 0 and res["state"] == "cleaned", res
+    code, out = cli("integrate", res["id"], "--json")
+    assert code == 1 and "already merged, as commit " + res["merged_commit"][:12] in out["error"]["message"], out
+    assert "approve" not in out["error"]["hint"]
+    code, text = cli("show", res["id"])
+    assert f"worktree  removed (was {res['worktree']}" in text, text
+
+
+def test_doctor_says_what_the_remote_adapter_needs(repo):
+    out = run_bosun("doctor", "--repo", str(repo))
+    line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
+    assert "?" not in line and "not set up: " in line, line

@@ -77,7 +77,10 @@ def print_run(run: RunRow, store: Any = None) -> None:
         out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
     out(f"  source    {r['source_branch']} @ {r['base'][:12]}\n")
-    out(f"  worktree  {r['worktree']}  (branch {r['branch']})\n")
+    if r["state"] == "cleaned":  # the worktree and its branch are gone; the record stays
+        out(f"  worktree  removed (was {r['worktree']}, branch {r['branch']})\n")
+    else:
+        out(f"  worktree  {r['worktree']}  (branch {r['branch']})\n")
     sha, merged = r["diff_sha256"], r["merged_commit"]
     if sha:
         out(f"  diff      {r['files_changed']} file(s), sha256 {sha[:16]}…\n")

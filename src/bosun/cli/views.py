@@ -27,9 +27,13 @@ def print_doctor(report: dict[str, Any]) -> None:
         elif a["cli_found"]:
             warn = "" if a.get("version_ok") is not False else f"  (older than the minimum {a['min_version']})"
             out(f"  {a['adapter']:<9} {a['binary']} {a.get('version') or '?'}{warn}\n")
-        else:
-            out(f"  {a['adapter']:<9} CLI not found (supported from {a.get('min_version') or '?'})\n")
+        elif a.get("min_version"):
+            out(f"  {a['adapter']:<9} CLI not found (supported from {a['min_version']})\n")
             continue  # what a CLI that is not installed cannot enforce is noise
+        else:  # no CLI of its own to find (remote: a NATS pool): say what it needs instead
+            need = (a.get("problems") or ["not set up"])[0]
+            out(f"  {a['adapter']:<9} not set up: {need}\n")
+            continue
         for rule in a.get("cannot_enforce", []):
             out(f"            cannot enforce: {rule}\n")
     if not report["profiles"] and not report["config_error"]:

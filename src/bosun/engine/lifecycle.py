@@ -407,6 +407,10 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskCon
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
+        merged = run.get("merged_commit")
+        if merged:
+            raise InvalidTransition(f"run {run_id} is already merged, as commit {merged[:12]}",
+                                    f"nothing to do; `bosun show {run_id}` has its record")
         if run["state"] != states.APPROVED:
             raise InvalidTransition(
                 f"run {run_id} is {run['state']!r}; only an approved run can be integrated",

@@ -134,7 +134,7 @@ def verify_commit(
     from bosun.isolation.git import git
     from bosun.isolation.worktree import remove_worktree
 
-    wt = workdir / "verify-worktree"
+    wt = verify_worktree(workdir)
     remove_worktree(repo, wt, None, delete_branch=False)  # left by a crash
     shutil.rmtree(wt, ignore_errors=True)
     wt.parent.mkdir(parents=True, exist_ok=True)
@@ -144,6 +144,15 @@ def verify_commit(
     finally:
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)
+
+
+def verify_worktree(workdir: Path) -> Path:
+    """Where :func:`verify_commit` checks a commit out under ``workdir``. Named for ``workdir``: git names
+    a worktree's admin directory after its last path component, and two runs' baselines added at once
+    under one name raced for ``.git/worktrees/verify-worktree`` (one of them lost its checkout)."""
+    import hashlib
+
+    return workdir / f"verify-{hashlib.sha256(str(workdir).encode()).hexdigest()[:12]}"
 
 
 def verify_checkout(

@@ -133,6 +133,15 @@ class BaselineJob:
         return doc
 
 
+def retake_baseline(run: RunRow, task: TaskContract) -> dict[str, Any] | None:
+    """The baseline once more, in this thread (its first try failed); recorded like the first."""
+    job = BaselineJob(run, task)
+    job._work()  # in this thread: the verification that asks for it waits anyway
+    doc = {"format_version": FORMAT_VERSION, "verification": job.result, "error": job.error, "retaken": True}
+    write_json_atomic(paths.run_dir(run["id"]) / BASELINE, doc)
+    return job.result
+
+
 def start_baseline(run: RunRow, task: TaskContract, setting: str) -> BaselineJob | None:
     """Start the baseline unless it is off, the task has nothing to verify, or it was taken already."""
     if setting == "off" or not task.verify or task.mode.value != "code":

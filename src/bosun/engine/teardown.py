@@ -43,7 +43,9 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
         saved = preserve_diff(run)
         _restore_worktree_pointer(run)
         close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run, diff_saved=saved)  # to the pool, or removed
-        baseline_wt = paths.run_dir(run_id) / "baseline" / "verify-worktree"
+        from bosun.verification import verify_worktree
+
+        baseline_wt = verify_worktree(paths.run_dir(run_id) / "baseline")
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
             remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
         shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)

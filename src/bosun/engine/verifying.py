@@ -30,6 +30,7 @@ from bosun.config import Settings
 from bosun.contract import TaskContract
 from bosun.engine import record
 from bosun.engine.context import view_of
+from bosun.fileio import read_json
 from bosun.isolation.change import Change, tree_changes, tree_diff
 
 if TYPE_CHECKING:
@@ -62,11 +63,15 @@ def run_verify_commands(task: TaskContract, run: RunRow, workdir: Path) -> dict[
         shutil.rmtree(home, ignore_errors=True)
 
 
-def prove(run_id: str, verification: dict[str, Any]) -> dict[str, Any]:
-    """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`)."""
-    from bosun.engine.baseline import proof, read_baseline
+def prove(run: RunRow, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
+    """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`). A
+    baseline that was taken but failed to run (git, the disk) is taken again here, once: without it the
+    change could not be proven, and would wait for a person for no fault of its own."""
+    from bosun.engine.baseline import BASELINE, proof, read_baseline, retake_baseline
 
-    baseline = read_baseline(run_id)
+    baseline = read_baseline(run["id"])
+    if baseline is None and (read_json(paths.run_dir(run["id"]) / BASELINE, {}) or {}).get("error"):
+        baseline = retake_baseline(run, task)
     found = proof(baseline, verification)
     out = {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
     for key in ("fail_to_pass", "pass_to_fail"):
@@ -117,7 +122,7 @@ def verify_change(
         materialize(view, change.tree)  # holdout files and original tests leave the worktree again
     verification["tree"] = change.tree
     if task.mode == Mode.code and task.verify:
-        verification.update(prove(run["id"], heldout_doc or verification))
+        verification.update(prove(run, task, heldout_doc or verification))
         gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
                                     (verification.get("baseline") or None), _kept_tests_changed(run, task, change),
                                     held.excused if held else []))

@@ -144,7 +144,9 @@ def abort_plan(ctx: Ctx, plan_id: str) -> dict[str, Any]:
             if run["state"] != states.CLEANED:
                 discard_run(ctx, run["id"])
         pdir = plan_dir(plan_id)
-        remove_worktree(repo, pdir / "verify-worktree", None, delete_branch=False)
+        from bosun.verification import verify_worktree
+
+        remove_worktree(repo, verify_worktree(pdir), None, delete_branch=False)
         plan_git.delete_branch(repo, row["integration_branch"])
         plan_git.delete_branch(repo, wave_base_ref(plan_id))
         shutil.rmtree(pdir / "scratch", ignore_errors=True)

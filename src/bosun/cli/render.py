@@ -33,9 +33,9 @@ def exit_for_state(state: str, verdict: Mapping[str, Any] | None = None) -> int:
         return EXIT_REJECTED
     if state in ("failed", "cancelled"):
         return EXIT_ERROR
-    if verdict and verdict.get("outcome") == "needs_review" and not verdict.get("acknowledged"):
-        return EXIT_NEEDS_REVIEW
-    return EXIT_OK
+    from bosun.engine.verdict import waits_for_a_person
+
+    return EXIT_NEEDS_REVIEW if waits_for_a_person(verdict) else EXIT_OK
 
 
 def print_error(err: BosunError, what: str = "") -> None:
@@ -175,9 +175,11 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
 
 
 def _next_step(r: Mapping[str, Any]) -> str:
+    from bosun.engine.verdict import waits_for_a_person
+
     nxt = {
         "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); bosun approve {r['id']} lands "
-                     "it when you agree\n") if _waits(r) else
+                     "it when you agree\n") if waits_for_a_person(r.get("verdict")) else
                     f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
         "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
         "approved": f"next: bosun integrate {r['id']}\n",
@@ -187,11 +189,6 @@ def _next_step(r: Mapping[str, Any]) -> str:
         "interrupted": f"next: bosun recover {r['id']}\n",
     }
     return nxt.get(r["state"], "")
-
-
-def _waits(r: Mapping[str, Any]) -> bool:
-    v = r.get("verdict") or {}
-    return v.get("outcome") == "needs_review" and not v.get("acknowledged")
 
 
 def print_list(runs: list[RunRow]) -> None:

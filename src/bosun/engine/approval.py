@@ -252,7 +252,7 @@ def approve(
                 "fix and re-verify, or waive a gate with --waive CODE --reason TEXT",
                 code="APPROVE_REFUSED",
             )
-        acknowledged = None
+        acknowledged: dict[str, Any] | None = None
         # Waivers given with this approval are its own acknowledgment of them (each carries a reason).
         # Not over MCP: there the parent names every code, WAIVED included, in `acknowledge`.
         implicit = {verdict.WAIVED} if waivers and by != BY_PARENT else set()
@@ -278,7 +278,6 @@ def approve(
             import time
 
             acknowledged = {"by": by, "codes": verdict.codes(judged), "at": round(time.time(), 3)}
-            acked_codes = verdict.codes(judged)
         if waivers:
             gates_doc = {**(record.read_doc(run_id, record.GATES, {}) or {}), "gates": waived}
             record.write_doc(run_id, record.GATES, gates_doc)
@@ -293,7 +292,7 @@ def approve(
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         if acknowledged:
-            reason += f"; review reasons acknowledged by {by}: " + ", ".join(acked_codes)
+            reason += f"; review reasons acknowledged by {by}: " + ", ".join(acknowledged["codes"])
         ctx.store.transition(run_id, run["state"], states.APPROVED, reason)
         return ctx.store.require_run(run_id)  # type: ignore[no-any-return]
 

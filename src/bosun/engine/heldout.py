@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 from bosun.changes import FileChange, GateResult
 from bosun.contract import TaskContract
-from bosun.errors import BosunError
 from bosun.gates.testpaths import in_test_dir, is_test_file
 from bosun.globs import match_any
 from bosun.isolation.change import View, edit_tree, tree_entries
@@ -116,27 +115,28 @@ def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[Fi
                              put: dict[str, tuple[str, str]]) -> list[str]:
     from bosun.gates.subjects import strip_tests_of
     from bosun.gates.tests_weakened import removed_names
-
-    def blob(rev: str, path: str) -> str | None:
-        try:
-            return view.git(["cat-file", "blob", f"{rev}:{path}"]).decode("utf-8", "replace")
-        except BosunError:
-            return None  # absent on that side (added or deleted): nothing was defined there
+    from bosun.isolation.blobs import BlobReader
 
     python_tests = [p for p in put if p.endswith(".py") and is_test_file(p)]
     if not python_tests:
         return []
-    removed = set(removed_names(changes, lambda p: blob(start, p), lambda p: blob(tree, p)))
     excused: list[str] = []
-    for path in python_tests:
-        text = blob(start, path)
-        if text is None:
-            continue
-        stripped, taken = strip_tests_of(text, removed)
-        if taken:
-            sha = view.git(["hash-object", "-w", "--stdin"], input=stripped.encode()).strip().decode()
-            put[path] = (put[path][0], sha)
-            excused += [f"{path}::{name}" for name in taken]
+    # Old and new bytes through one `cat-file --batch` of bosun's view, as the gates read them.
+    with BlobReader(view.worktree, view.env()) as blobs:
+        def blob(rev: str, path: str) -> str | None:
+            data = blobs.read(rev, path)
+            return None if data is None else data.decode("utf-8", "replace")
+
+        removed = set(removed_names(changes, lambda p: blob(start, p), lambda p: blob(tree, p)))
+        for path in python_tests:
+            text = blob(start, path)
+            if text is None:
+                continue
+            stripped, taken = strip_tests_of(text, removed)
+            if taken:
+                sha = view.git(["hash-object", "-w", "--stdin"], input=stripped.encode()).strip().decode()
+                put[path] = (put[path][0], sha)
+                excused += [f"{path}::{name}" for name in taken]
     return excused
 
 

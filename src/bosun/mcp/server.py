@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from bosun import __version__
 from bosun.errors import BadInput, BosunError
 from bosun.mcp import ops
 
@@ -117,11 +118,16 @@ class BosunMCP(MCPServer):
             return error_result(BosunError(f"internal error in {name}: {exc}", "this is a bug in bosun; the server "
                                            "keeps running", code="INTERNAL"))
         except ToolError as exc:
-            return error_result(BadInput(str(exc), f"see the input schema of {name!r} (list the tools)"))
+            # The SDK raises the same ToolError for a name it has no tool for and for rejected arguments.
+            known = sorted(tool.name for tool in await self.list_tools())
+            if name not in known:
+                return error_result(BadInput(f"no tool named {name!r}", "call one of: " + ", ".join(known)))
+            return error_result(BadInput(str(exc), f"pass the arguments that {name!r} takes: its input schema is "
+                                         "in the answer to tools/list"))
 
 
 def build_server(default_repo: Path) -> MCPServer:
-    server = BosunMCP(name="bosun", instructions=INSTRUCTIONS)
+    server = BosunMCP(name="bosun", version=__version__, instructions=INSTRUCTIONS)
     home_repo = default_repo.resolve()
 
     async def call(fn: Any, *args: Any) -> CallToolResult:

@@ -14,11 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bosun import settings_cache
+from bosun.adapters import unknown_adapter
 from bosun.errors import BadInput
 from bosun.settings_cache import unknown_profile
 from bosun.worktree_config import PoolConfig, WorktreeConfig
-
-ADAPTERS = ("command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp", "remote")
 
 # Files that change how git reads the tree or what Python runs at start-up, before any test: always
 # locked, and each judged by its own gate (GIT_RULES_CHANGED, PYTHON_STARTUP_CHANGED) rather than by
@@ -91,9 +90,7 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = ""
-    adapter: Literal[
-        "command", "native", "opencode", "pi", "codex", "claude", "qwen", "gemini", "kilo", "acp", "remote"
-    ] = "command"
+    adapter: str = Field(default="command", description="one of bosun.adapters.ADAPTERS (docs/workers.md)")
     model: str | None = None
     command: list[str] = Field(default_factory=list, description="argv of a `command` worker, or of an `acp` agent")
     base_url: str | None = None
@@ -113,6 +110,14 @@ class Profile(BaseModel):
     tier: Literal["cheap", "standard", "premium"] = "cheap"
     strengths: list[str] = Field(default_factory=list)
     self_review: bool = False
+
+    @field_validator("adapter")
+    @classmethod
+    def _known_adapter(cls, v: str) -> str:
+        problem = unknown_adapter(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
     def key_env_names(self) -> list[str]:
         names = list(self.env)
@@ -243,7 +248,8 @@ def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = N
             msg = f"unknown config key {loc!r} ({where})"
             hint = "docs/configuration.md lists every key; check the spelling"
         else:
-            msg = f"config {loc}: {err.get('msg')} ({where})"
+            text = str(err.get("msg", "")).removeprefix("Value error, ")  # our own validators' sentences
+            msg = f"config {loc}: {text} ({where})"
             hint = "docs/configuration.md describes every key and its allowed values"
         raise BadInput(msg, hint, code="BAD_CONFIG") from None
     if keep and not overrides:

@@ -63,8 +63,8 @@ def _probe(base_url: str) -> list[str]:
 def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
     import shutil
 
+    from bosun.adapters import ADAPTERS
     from bosun.config import load_settings
-    from bosun.workers.registry import ADAPTERS
 
     report: dict[str, Any] = {"git": shutil.which("git"), "config_error": None, "profiles": [], "adapters": []}
     try:

@@ -1,8 +1,8 @@
 """Reasoning effort: the levels a profile may ask for, the levels each CLI and model accepts, snapping.
 
 A profile's ``effort`` is one word of one ordered scale. CLIs spell the setting differently and accept
-different subsets (Claude Code: low..max; Codex: none..xhigh; Pi: none..high), and some model
-families accept fewer still. A level the CLI or the model does not accept is snapped to the nearest
+different subsets (Claude Code: low..max; Codex: none..xhigh; Pi: none..high: each adapter's
+``CliSpec`` says which and how), and some model families accept fewer still. A level the CLI or the model does not accept is snapped to the nearest
 level it does (a tie goes to the cheaper one) and the run records a warning saying so: a request the
 CLI would reject or silently ignore never reaches it. For a model bosun knows nothing about, only the
 CLI's own list applies, because a user's provider may serve any model under any name.
@@ -16,15 +16,6 @@ from collections import namedtuple
 TYPE_CHECKING = False  # typing's would import typing: `bosun models` shows the accepted levels
 
 SCALE = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-
-# What each adapter's CLI accepts (from its --help), and how it is told.
-CLI_LEVELS: dict[str, tuple[str, ...]] = {
-    "claude": ("low", "medium", "high", "xhigh", "max"),
-    "codex": ("none", "minimal", "low", "medium", "high", "xhigh"),
-    "pi": ("none", "minimal", "low", "medium", "high"),  # Pi sends xhigh as high for models it does not know
-    "opencode": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
-    "kilo": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
-}
 
 # Model families whose accepted levels are published; first matching glob wins (lower-cased names).
 MODEL_LEVELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -51,9 +42,9 @@ else:  # the same, without importing typing (or dataclasses)
     EffortChoice = namedtuple("EffortChoice", ("requested", "level", "warning"))
 
 
-def accepted(adapter: str, model: str | None) -> tuple[str, ...]:
-    """The levels this adapter's CLI and (when bosun knows its family) this model both accept."""
-    cli = CLI_LEVELS.get(adapter, ())
+def accepted(cli: tuple[str, ...], model: str | None) -> tuple[str, ...]:
+    """The levels the CLI (its ``CliSpec.effort_levels``) and, when bosun knows its family, the model
+    both accept."""
     family = model_levels(model)
     if family is None:
         return cli
@@ -75,10 +66,11 @@ def snap(level: str, legal: tuple[str, ...]) -> str:
     return min(legal, key=lambda lv: (abs(SCALE.index(lv) - want), SCALE.index(lv)))
 
 
-def choose(adapter: str, model: str | None, requested: str | None) -> EffortChoice:
+def choose(adapter: str, cli: tuple[str, ...], model: str | None, requested: str | None) -> EffortChoice:
+    """The level to pass for ``requested``, given the adapter's CLI levels ``cli``."""
     if requested is None:
         return EffortChoice(None, None, None)
-    legal = accepted(adapter, model)
+    legal = accepted(cli, model)
     if not legal:
         return EffortChoice(requested, None, f"effort {requested!r} ignored: the {adapter} adapter has no effort setting")
     level = snap(requested, legal)
@@ -87,19 +79,3 @@ def choose(adapter: str, model: str | None, requested: str | None) -> EffortChoi
     whose = f"{model} with {adapter}" if model_levels(model) is not None else adapter
     return EffortChoice(requested, level, f"effort {requested!r} is not accepted by {whose} "
                                           f"(accepted: {', '.join(legal)}); using {level!r}")
-
-
-def cli_args(adapter: str, level: str, own_endpoint: bool = False) -> list[str]:
-    """The argv that tells the CLI the level. OpenCode and Kilo take it from the model's options in
-    the config bosun writes when the profile names its own endpoint (``own_endpoint``); with the
-    CLI's own providers it is a ``--variant``. Pi also needs the model marked as reasoning (its
-    models.json)."""
-    if adapter == "claude":
-        return ["--effort", level]
-    if adapter == "codex":
-        return ["-c", f'model_reasoning_effort="{level}"']
-    if adapter == "pi":
-        return ["--thinking", "off" if level == "none" else level]
-    if adapter in ("opencode", "kilo"):
-        return [] if own_endpoint else ["--variant", level]
-    return []

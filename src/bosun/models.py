@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from bosun.adapters import ADAPTERS, effort_levels
 from bosun.effort import accepted
 from bosun.lean_imports import sha256
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 CACHE_TTL_S = 30 * 60
 FETCH_TIMEOUT_S = 8.0
-CLI_LISTING = {"opencode": "opencode", "kilo": "kilo"}  # adapters whose CLI lists its providers' models
 
 
 def catalog(settings: Settings | SettingsView, only: str | None = None, refresh: bool = False) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def _entry(profile: Profile | ProfileView, refresh: bool) -> dict[str, Any]:
         "profile": profile.name, "adapter": profile.adapter, "model": profile.model, "source": source,
         "models": None, "listed": None, "cached": False, "fetched_at": None, "error": None,
         "prices": profile.prices.model_dump(),
-        "efforts": list(accepted(profile.adapter, profile.model)), "effort": profile.effort,
+        "efforts": list(accepted(effort_levels(profile.adapter), profile.model)), "effort": profile.effort,
     }
     if fetch is None:
         entry["error"] = "no catalog: this adapter has no model listing"
@@ -69,24 +69,23 @@ class CatalogUnavailable(Exception):
 
 
 def _source(profile: Profile | ProfileView) -> tuple[str | None, Any]:
-    if profile.adapter in CLI_LISTING and not profile.base_url:
-        return f"{CLI_LISTING[profile.adapter]} models", lambda: _cli_listing(profile)
+    row = ADAPTERS[profile.adapter]
+    listing = row.model_listing
+    if listing and not profile.base_url:
+        return f"{listing} models", lambda: _cli_listing(profile, listing)
     if profile.adapter == "command":
         return None, None
-    base = profile.base_url or _DEFAULT_BASE.get(profile.adapter)
+    base = profile.base_url or row.default_base_url
     if not base:
         return None, None
     return f"{base.rstrip('/')}/models", lambda: _provider_listing(profile, base)
-
-
-_DEFAULT_BASE = {"codex": "https://api.openai.com/v1"}
 
 
 def _provider_listing(profile: Profile | ProfileView, base: str) -> list[str]:
     import httpx
 
     key = os.environ.get(profile.api_key_env) if profile.api_key_env else None
-    api = profile.api or {"claude": "anthropic", "gemini": "gemini"}.get(profile.adapter, "openai")
+    api = profile.api or ADAPTERS[profile.adapter].wire_api
     headers: dict[str, str] = {}
     url = base.rstrip("/")
     if api == "anthropic":
@@ -121,16 +120,16 @@ def _provider_listing(profile: Profile | ProfileView, base: str) -> list[str]:
     return ids
 
 
-def _cli_listing(profile: Profile | ProfileView) -> list[str]:
+def _cli_listing(profile: Profile | ProfileView, cli: str) -> list[str]:
     """``opencode models`` / ``kilo models``, run with a throwaway HOME (the user's config is not read)."""
     import tempfile
 
     from bosun import proc
     from bosun.workers.cli_base import resolve_binary
 
-    binary = resolve_binary(profile.binary, CLI_LISTING[profile.adapter])
+    binary = resolve_binary(profile.binary, cli)
     if not binary:
-        raise CatalogUnavailable(f"{CLI_LISTING[profile.adapter]} is not installed")
+        raise CatalogUnavailable(f"{cli} is not installed")
     with tempfile.TemporaryDirectory(prefix="bosun-models-") as home:
         env = proc.allowlisted_env(extra_keys=profile.key_env_names(), overrides={"HOME": home, "NO_COLOR": "1"})
         try:

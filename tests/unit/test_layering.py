@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("workers", {"workers", "remote"}),
     ("store/isolation", {"store", "isolation"}),
     ("proc", {"proc"}),
-    ("base", {"__init__", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
+    ("base", {"__init__", "adapters", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
               "contract_template", "lean_imports", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
               "worktree_config", "quick_exit", "settings_cache", "warm_client"}),
 ]

@@ -24,13 +24,13 @@ from bosun.workers.classify import classify_http
 from bosun.workers.cli_base import finish_result
 from bosun.workers.opencode import OpenCodeWorker
 from bosun.workers.opencode_kit import (
-    LogWatch,
     OpenCodeParser,
     build_opencode_config,
     opencode_env,
     opencode_usage,
     permission_rules,
 )
+from bosun.workers.opencode_logwatch import LogWatch
 from bosun.workers.policy import SHELL_DENY
 
 STREAMS = Path(__file__).resolve().parent.parent / "fixtures" / "streams"

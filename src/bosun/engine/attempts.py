@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun import effort, paths, proc
+from bosun.adapters import effort_levels
 from bosun.config import Profile, Settings
 from bosun.contract import Mode, TaskContract
 from bosun.engine import record
@@ -36,6 +37,7 @@ from bosun.workers.base import (
     ev_sandbox,
     ev_warning,
 )
+from bosun.workers.registry import effort_args
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
@@ -192,13 +194,13 @@ def _worktree_changed(run: RunRow) -> bool:
 def with_effort(profile: Profile, emit: Callable[[dict[str, Any]], None]) -> Profile:
     """The profile with its effort snapped to what its CLI and model accept and passed as argv; a
     snapped or ignored level is a warning event, so the record says what the worker really ran with."""
-    choice = effort.choose(profile.adapter, profile.model, profile.effort)
+    choice = effort.choose(profile.adapter, effort_levels(profile.adapter), profile.model, profile.effort)
     if choice.warning:
         emit(ev_warning(choice.warning))
     if choice.level is None:
         return profile
     return profile.model_copy(update={"effort": choice.level,
-                                      "extra_args": [*effort.cli_args(profile.adapter, choice.level, bool(profile.base_url)),
+                                      "extra_args": [*effort_args(profile.adapter, choice.level, profile),
                                                      *profile.extra_args]})
 
 

@@ -53,13 +53,8 @@ from bosun.workers.cli_worker import CliSpec, CliWorker, either, missing_binary
 from bosun.workers.jsonlines import JsonLinesParser
 from bosun.workers.jsonrpc import METHOD_NOT_FOUND, Peer, RpcError
 from bosun.workers.opencode_kit import DENIED_RE as OPENCODE_DENIED_RE
-from bosun.workers.opencode_kit import (
-    LogWatch,
-    build_opencode_config,
-    finish_after_watch,
-    log_dir,
-    opencode_env,
-)
+from bosun.workers.opencode_kit import build_opencode_config, opencode_env
+from bosun.workers.opencode_logwatch import LogWatch, finish_after_watch, log_dir
 from bosun.workers.policy import SHELL_TEXT_RULES
 from bosun.workers.sdk_stream import DENIED_RE
 

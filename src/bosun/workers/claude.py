@@ -74,6 +74,7 @@ SPEC = CliSpec(
     default_binary="claude",
     package="@anthropic-ai/claude-code",
     min_version=MIN_VERSION,
+    effort_args=lambda level, profile: ["--effort", level],
     enforces=[
         "own config dir (CLAUDE_CONFIG_DIR in the run): user settings, login, MCP servers, plugins and hooks "
         "ignored; the repo's .claude/settings*.json ignored (--setting-sources user); no MCP (--strict-mcp-config)",

@@ -42,6 +42,10 @@ class CliSpec:
     needs_key: bool = True  # runs only with the profile's key (no interactive login)
     install_note: str = ""  # appended to the "not found" advice (e.g. a Node version it needs)
     old_note: str = ""  # appended to the "older than" problem
+    # The argv that tells the CLI a reasoning effort level, one of its row's ``effort_levels`` in
+    # bosun.adapters (None: the CLI has no such setting; the profile decides for CLIs that take it
+    # from the config bosun writes).
+    effort_args: Callable[[str, Profile], list[str]] | None = None
 
 
 class CliWorker:

@@ -43,6 +43,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.adapters import ADAPTERS
 from bosun.fileio import write_text_atomic
 from bosun.workers.base import (
     ErrorClass,
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 
 MIN_VERSION = "0.171.0"
 PROVIDER_ID = "bosun"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL: str = ADAPTERS["codex"].default_base_url or ""
 DISABLED_FEATURES = ("plugins", "remote_plugin", "apps", "goals", "multi_agent")
 TOOL_ITEMS = {"command_execution": "shell", "file_change": "apply_patch", "mcp_tool_call": "mcp", "web_search": "web_search"}
 
@@ -78,6 +79,7 @@ SPEC = CliSpec(
     default_binary="codex",
     package="@openai/codex",
     min_version=MIN_VERSION,
+    effort_args=lambda level, profile: ["-c", f'model_reasoning_effort="{level}"'],
     enforces=[
         "own CODEX_HOME in the run: user config, login, rules, plugins, skills and history ignored",
         "sandbox: code and test modes write only in the worktree and temp dir with no network for commands "

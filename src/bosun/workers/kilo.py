@@ -27,7 +27,13 @@ from typing import Any
 
 from bosun.workers.base import WorkerContext
 from bosun.workers.cli_worker import CliSpec
-from bosun.workers.opencode_kit import CANNOT_ENFORCE, UNENFORCED_WHEN_EDITING, OpenCodeFamilyWorker, log_dir
+from bosun.workers.opencode_kit import (
+    CANNOT_ENFORCE,
+    UNENFORCED_WHEN_EDITING,
+    OpenCodeFamilyWorker,
+    variant_args,
+)
+from bosun.workers.opencode_logwatch import log_dir
 from bosun.workers.policy import GUARD_ENV_TIMEOUTS
 
 MIN_VERSION = "7.7.7"
@@ -60,6 +66,7 @@ SPEC = CliSpec(
     ],
     cannot_enforce=list(CANNOT_ENFORCE),
     unenforced_when_editing=list(UNENFORCED_WHEN_EDITING),
+    effort_args=variant_args,
 )
 
 

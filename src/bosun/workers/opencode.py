@@ -9,7 +9,12 @@ silent provider retries.
 from __future__ import annotations
 
 from bosun.workers.cli_worker import CliSpec
-from bosun.workers.opencode_kit import CANNOT_ENFORCE, UNENFORCED_WHEN_EDITING, OpenCodeFamilyWorker
+from bosun.workers.opencode_kit import (
+    CANNOT_ENFORCE,
+    UNENFORCED_WHEN_EDITING,
+    OpenCodeFamilyWorker,
+    variant_args,
+)
 
 MIN_VERSION = "1.18.0"
 
@@ -29,6 +34,7 @@ SPEC = CliSpec(
     ],
     cannot_enforce=list(CANNOT_ENFORCE),
     unenforced_when_editing=list(UNENFORCED_WHEN_EDITING),
+    effort_args=variant_args,
 )
 
 

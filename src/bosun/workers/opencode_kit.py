@@ -1,4 +1,4 @@
-"""What OpenCode and its fork Kilo share: configuration, stream parser, provider-error watch, worker base.
+"""What OpenCode and its fork Kilo share: configuration, stream parser, worker base.
 
 bosun never reads or writes the user's OpenCode (or Kilo) configuration. Everything the CLI needs
 arrives in ``OPENCODE_CONFIG_CONTENT`` (``KILO_CONFIG_CONTENT``): one provider (``bosun``) pointing at the
@@ -12,43 +12,36 @@ The prompt goes on stdin (``run`` reads stdin when it is not a terminal). Events
 ``--format json``: ``step_start`` (one per model turn), ``text``, ``tool_use``, ``step_finish`` (usage of
 that step) and ``error``.
 
-Both CLIs retry rate limits and server errors themselves, with backoff, up to five times (over a minute
-without a Retry-After header) and print nothing while they wait. The retries are visible only in the log
-files (``$HOME/.local/share/<cli>/log``); the worker watches that log and stops the CLI once the
-provider has refused it ``PROVIDER_ERRORS_BEFORE_STOP`` times, so the failure is classified (rate_limited,
-quota, transient...) and the fallback chain moves on in seconds.
+Both CLIs retry provider errors silently; the worker stops them through ``opencode_logwatch``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from bosun.workers.base import (
-    FALLBACK_CLASSES,
     ErrorClass,
     Usage,
     WorkerContext,
     WorkerResult,
     as_count,
     as_dict,
-    ev_error,
     ev_message,
     ev_session,
     ev_tool_call,
     ev_tool_result,
     ev_usage,
 )
-from bosun.workers.classify import classify_http, classify_text, parse_retry_after
+from bosun.workers.classify import classify_http, parse_retry_after
 from bosun.workers.cli_base import note_error
 from bosun.workers.cli_cache import profile_cache, tidy
 from bosun.workers.cli_worker import CliWorker, either
 from bosun.workers.jsonlines import JsonLinesParser
+from bosun.workers.opencode_logwatch import LogWatch, finish_after_watch, log_dir
 from bosun.workers.policy import SHELL_DENY, SHELL_TEXT_RULES
 
 if TYPE_CHECKING:
@@ -83,7 +76,6 @@ OPENCODE_ENV_FLAGS = {
 }
 
 # Stop a worker whose provider refused it this many times (OpenCode keeps retrying, silently).
-PROVIDER_ERRORS_BEFORE_STOP = 3
 # OpenCode's own refusals (DeniedError, RejectedError): a filesystem "Permission denied" is a plain failure.
 DENIED_RE = re.compile(r"specified a rule which prevents you from using|user rejected permission to use", re.I)
 
@@ -312,116 +304,6 @@ def _retry_after(headers: dict[str, Any]) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# the provider-error watch (OpenCode's silent retries)
-
-
-_STREAM_ERROR_RE = re.compile(r'message="?stream error"?.*?error\.error="((?:[^"\\]|\\.)*)"')
-_TIMESTAMP_RE = re.compile(r"^timestamp=(\S+)")
-
-
-class LogWatch:
-    """Tails OpenCode's log files for provider errors it is retrying silently.
-
-    ``check()`` is cheap enough to poll from ``should_stop`` (it reads at most every ``interval_s``).
-    ``errors`` holds the error texts logged since ``since`` (unix time; default: now); ``tripped`` says
-    the worker should be stopped. OpenCode starts a fresh log file on every run, so files are followed
-    by inode and re-read from the start when they are replaced or shrink.
-    """
-
-    def __init__(
-        self,
-        log_dir: Path,
-        limit: int = PROVIDER_ERRORS_BEFORE_STOP,
-        interval_s: float = 0.25,
-        since: float | None = None,
-    ) -> None:
-        self.log_dir = log_dir
-        self.limit = limit
-        self.interval_s = interval_s
-        self.since = time.time() - 1.0 if since is None else since
-        self.errors: list[str] = []
-        self.pos: dict[Path, tuple[int, int]] = {}  # path -> (inode, offset read up to)
-        self.partial: dict[Path, str] = {}
-        self._last = 0.0
-        self.tripped = False
-
-    def _files(self) -> list[Path]:
-        try:
-            return sorted(self.log_dir.glob("*.log"))
-        except OSError:
-            return []
-
-    def check(self, force: bool = False) -> bool:
-        now = time.monotonic()
-        if self.tripped or (not force and now - self._last < self.interval_s):
-            return self.tripped
-        self._last = now
-        for path in self._files():
-            try:
-                st = path.stat()
-                inode, start = self.pos.get(path, (st.st_ino, 0))
-                if inode != st.st_ino or st.st_size < start:
-                    start = 0
-                    self.partial.pop(path, None)
-                if st.st_size <= start:
-                    self.pos[path] = (st.st_ino, start)
-                    continue
-                with path.open("rb") as fh:
-                    fh.seek(start)
-                    chunk = fh.read(min(st.st_size - start, 1 << 20))
-            except OSError:
-                continue
-            self.pos[path] = (st.st_ino, start + len(chunk))
-            text = self.partial.pop(path, "") + chunk.decode("utf-8", "replace")
-            lines = text.split("\n")
-            if not text.endswith("\n"):
-                self.partial[path] = lines.pop()
-            for ln in lines:
-                self._line(ln)
-        if len(self.errors) >= self.limit:
-            cls = classify_text(self.errors[-1]) or ErrorClass.transient
-            # Only provider trouble another profile might not have; auth and bad requests end on their own.
-            self.tripped = cls in FALLBACK_CLASSES
-        return self.tripped
-
-    def _line(self, line: str) -> None:
-        m = _STREAM_ERROR_RE.search(line)
-        if not m:
-            return
-        ts = _TIMESTAMP_RE.match(line)
-        if ts:
-            try:
-                if datetime.fromisoformat(ts.group(1).replace("Z", "+00:00")).timestamp() < self.since:
-                    return  # an earlier run's line
-            except ValueError:
-                pass
-        self.errors.append(m.group(1).replace('\\"', '"'))
-
-
-def log_dir(env: dict[str, str], cli: str = "opencode") -> Path:
-    """Where the CLI writes its log files, under the run's HOME."""
-    data = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "share")
-    return Path(data) / cli / "log"
-
-
-def finish_after_watch(ctx: WorkerContext, result: WorkerResult, watch: LogWatch, cli: str = "OpenCode") -> WorkerResult:
-    """Turn a stop by the log watch (reported as "cancelled" by run_cli) into a classified failure."""
-    if not watch.tripped or result.status != "cancelled":
-        return result
-    last = watch.errors[-1]
-    cls = classify_text(last) or ErrorClass.transient
-    result.status = "failed"
-    result.error_class = cls
-    result.error_message = (
-        f"provider error ({cls.value}), {len(watch.errors)} times; bosun stopped {cli} instead of waiting "
-        f"for more retries: {last}"
-    )[:1000]
-    result.retry_after_s = parse_retry_after(last)
-    ctx.emit(ev_error(result.error_message, cls, retryable=True, retry_after_s=result.retry_after_s))
-    return result
-
-
-# ---------------------------------------------------------------------------------------------
 # the worker base
 
 
@@ -497,6 +379,12 @@ def profile_problems(profile: Profile) -> list[str]:
     elif not profile.base_url and "/" not in profile.model:
         problems.append("without base_url, model must name one of the CLI's own providers: \"provider/model\"")
     return problems
+
+
+# Reasoning effort: with a profile endpoint it travels in the config bosun writes (the model's
+# ``reasoningEffort`` option); with the CLI's own providers it is a ``--variant``.
+def variant_args(level: str, profile: Profile) -> list[str]:
+    return [] if profile.base_url else ["--variant", level]
 
 
 UNENFORCED_WHEN_EDITING = [SHELL_TEXT_RULES]

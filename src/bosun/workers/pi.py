@@ -261,6 +261,9 @@ SPEC = CliSpec(
     cannot_enforce=CANNOT_ENFORCE,
     needs_key=False,  # without base_url, the model names one of Pi's own providers
     install_note=", needs Node >= 22",
+    # Its models.json marks the model as reasoning whenever the profile asks for effort (or Pi would
+    # not send --thinking's level on).
+    effort_args=lambda level, profile: ["--thinking", "off" if level == "none" else level],
     old_note=" (under Node 20 npm installs 0.x)",
 )
 

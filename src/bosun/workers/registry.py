@@ -1,35 +1,25 @@
-"""Short adapter names mapped to their classes, imported lazily (CLI start-up stays fast)."""
+"""Loads an adapter's class from the one table (``bosun.adapters``), lazily: CLI start-up stays fast."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 
+from bosun.adapters import ADAPTERS, unknown_adapter
 from bosun.errors import BadInput
 from bosun.workers.base import Worker
 
-ADAPTERS: dict[str, str] = {
-    "command": "bosun.workers.command:CommandWorker",
-    "native": "bosun.workers.native:NativeWorker",
-    "opencode": "bosun.workers.opencode:OpenCodeWorker",
-    "pi": "bosun.workers.pi:PiWorker",
-    "codex": "bosun.workers.codex:CodexWorker",
-    "claude": "bosun.workers.claude:ClaudeWorker",
-    "qwen": "bosun.workers.qwen:QwenWorker",
-    "gemini": "bosun.workers.gemini:GeminiWorker",
-    "kilo": "bosun.workers.kilo:KiloWorker",
-    "acp": "bosun.workers.acp:AcpWorker",
-    "remote": "bosun.workers.remote:RemoteWorker",
-}
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from bosun.config import Profile
+    from bosun.workers.cli_worker import CliSpec
 
 
 def get_worker(adapter: str) -> Worker:
     try:
-        target = ADAPTERS[adapter]
+        target = ADAPTERS[adapter].target
     except KeyError:
-        raise BadInput(
-            f"unknown adapter {adapter!r}", f"valid adapters: {', '.join(sorted(ADAPTERS))}"
-        ) from None
+        raise BadInput(unknown_adapter(adapter) or adapter, "docs/workers.md describes each adapter") from None
     module_name, cls_name = target.split(":")
     try:
         module = importlib.import_module(module_name)
@@ -44,9 +34,21 @@ def get_worker(adapter: str) -> Worker:
     return worker
 
 
+def cli_spec(adapter: str) -> CliSpec | None:
+    """What bosun knows about the adapter's CLI; None for adapters without one (command, native, remote)."""
+    spec: CliSpec | None = getattr(get_worker(adapter), "spec", None)
+    return spec
+
+
+def effort_args(adapter: str, level: str, profile: Profile) -> list[str]:
+    """The argv that tells the adapter's CLI the effort level (empty: it has no such flag)."""
+    spec = cli_spec(adapter)
+    return spec.effort_args(level, profile) if spec and spec.effort_args else []
+
+
 def available_adapters() -> list[str]:
     out = []
-    for name, target in ADAPTERS.items():
-        if importlib.util.find_spec(target.split(":")[0]) is not None:
+    for name, row in ADAPTERS.items():
+        if importlib.util.find_spec(row.target.split(":")[0]) is not None:
             out.append(name)
     return out

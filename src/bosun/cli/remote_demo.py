@@ -31,11 +31,24 @@ print(json.dumps({"type": "usage", "input_tokens": 900, "output_tokens": 60}))
 print(f"wrote shop/{name}.py")
 '''
 NAMES = ("price", "discount", "tax", "shipping")
+AGENTS = ("agent-1", "agent-2")
 
 
 def _say(text: str) -> None:
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+class _Steps:
+    """Numbers the narration's steps as they are said, so no two steps share a number (the agents are
+    started in a loop: one step, a line for each)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, text: str) -> None:
+        self.n += 1
+        _say(f"{self.n}. {text}")
 
 
 def nats_server_binary() -> str:
@@ -95,11 +108,12 @@ def run_remote_demo(keep: bool = False, as_json: bool = False) -> int:
     procs: list[subprocess.Popen[bytes]] = []
     started = time.monotonic()
     summary: dict[str, Any] = {"remote": True}
+    step = _Steps()
     try:
         port = _free_port()
         url = f"nats://127.0.0.1:{port}"
         (root / "nats").mkdir()
-        _say(f"1. a hub: nats-server with JetStream on {url}")
+        step(f"a hub: nats-server with JetStream on {url}")
         procs.append(subprocess.Popen([nats_server_binary(), "-a", "127.0.0.1", "-p", str(port), "-js",
                                        "-sd", str(root / "nats")], stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
@@ -111,15 +125,16 @@ def run_remote_demo(keep: bool = False, as_json: bool = False) -> int:
         env = dict(os.environ, BOSUN_CONFIG=str(config),
                    PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-        for name in ("agent-1", "agent-2"):
-            _say(f"2. an agent: bosun agent serve --nats {url} --profile scripted --name {name}")
+        step("the agents, each with a scripted worker:")
+        for name in AGENTS:
+            _say(f"   bosun agent serve --nats {url} --profile scripted --name {name}")
             log = open(root / f"{name}.log", "wb")  # noqa: SIM115 - lives as long as the agent
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "bosun", "agent", "serve", "--nats", url, "--profile", "scripted",
                  "--name", name, "--concurrency", "2"],
                 env={**env, "BOSUN_HOME": str(root / name)}, stdout=subprocess.DEVNULL, stderr=log))
         repo, plan = _sample(root, url)
-        _say(f"3. a plan of {len(NAMES)} tasks, run with --profile remote: the worker steps run on the agents, "
+        step(f"a plan of {len(NAMES)} tasks, run with --profile remote: the worker steps run on the agents, "
              "every change is verified here")
         out = subprocess.run(
             [sys.executable, "-m", "bosun", "plan", "run", str(plan), "--repo", str(repo), "--profile", "remote",
@@ -130,13 +145,13 @@ def run_remote_demo(keep: bool = False, as_json: bool = False) -> int:
         except ValueError:
             raise BosunError(f"the plan did not finish: {out.stderr.strip()[-500:]}", "run it with --keep and read "
                              "the agent logs in the kept directory", code="DEMO_FAILED") from None
-        served = {n: (root / f"{n}.log").read_text().count("published") for n in ("agent-1", "agent-2")}
+        served = {n: (root / f"{n}.log").read_text().count("published") for n in AGENTS}
         summary.update(state=result.get("state"), plan=result.get("id"), agents=served,
                        tasks={t["id"]: t["state"] for t in result.get("tasks", [])},
                        seconds=round(time.monotonic() - started, 1))
         for t in result.get("tasks", []):
             _say(f"   {t['id']:<10} {t['state']}")
-        _say(f"4. results per agent: {served}; plan {result.get('state')}; landed "
+        step(f"results per agent: {served}; plan {result.get('state')}; landed "
              f"{sorted(p.name for p in (repo / 'shop').glob('*.py') if p.name != '__init__.py')}")
         ok = result.get("state") == "succeeded"
         summary["ok"] = ok

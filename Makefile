@@ -17,11 +17,12 @@ demo: $(STAMP)
 # Lint, types, every test that needs no worker CLI (the whole loop, plans, gates, the native worker
 # against the replay server) and one real worker CLI per wire API: Chat Completions (Pi), Responses
 # (Codex), Anthropic Messages (Claude Code), Gemini (Gemini CLI). With BOSUN_TEST_ALL=1 (CI sets it):
-# every end-to-end test through every real worker CLI.
+# every end-to-end test through every real worker CLI. Not -q: with -n, pytest-xdist then prints
+# "bringing up nodes..." twice when stdout is not a terminal (tests/unit/test_make_targets.py).
 test: $(STAMP)
 	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
 	 $(BIN)/ruff check src tests bench && $(BIN)/mypy src && \
-	 $(BIN)/pytest -n 2 -q $(if $(BOSUN_TEST_ALL),,-m "not slow or smoke") $(PYTEST_ARGS)
+	 $(BIN)/pytest -n 2 --no-header $(if $(BOSUN_TEST_ALL),,-m "not slow or smoke") $(PYTEST_ARGS)
 
 # The whole suite, as CI runs it.
 test-all:
@@ -29,7 +30,7 @@ test-all:
 
 # Unit tests only (no worker CLIs needed).
 test-fast: $(STAMP)
-	@$(BIN)/pytest -n 2 -q -m "not slow" $(PYTEST_ARGS)
+	@$(BIN)/pytest -n 2 --no-header -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	@$(BIN)/ruff check src tests bench && $(BIN)/mypy src

@@ -37,6 +37,18 @@ def test_mcp_install_print(cli):
     assert code == 2
 
 
+def test_mcp_install_codex_prints_the_table_that_works(cli):
+    import tomllib
+
+    code, text = cli("mcp", "install", "codex", "--print")
+    assert code == 0 and isinstance(text, str)
+    head, _, toml = text.partition("\n")
+    table = tomllib.loads(toml)["mcp_servers"]["bosun"]
+    assert table["required"] is True and table["startup_timeout_sec"] >= 30
+    # The command that leaves those keys out is not offered as if it were the same registration.
+    assert "codex mcp add" not in toml and all(key in head for key in ("startup_timeout_sec", "required")), head
+
+
 def test_savings_with_no_runs(cli, repo: Path):
     code, out = cli("savings", "--repo", str(repo), "--json")
     assert code == 0 and out["runs"] == 0 and out["parent_measured"]["runs"] == 0

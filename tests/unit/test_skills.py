@@ -148,3 +148,28 @@ def test_mcp_install_runs_the_hosts_own_command_or_prints_it(monkeypatch: pytest
     assert calls[1][0] == str(fake) and calls[1][1:4] == ["mcp", "add", "-s"]
     with pytest.raises(BadInput):
         si.mcp_install("codex", True, run=runner)
+
+
+def test_codex_registration_is_the_table_the_command_cannot_carry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    import tomllib
+
+    calls: list[list[str]] = []
+
+    def runner(argv: list[str]) -> tuple[int, str]:
+        calls.append(argv)
+        return 0, "ok"
+
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))  # Codex is installed: bosun still does not run `codex mcp add`
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    out = si.mcp_install("codex", False, run=runner)
+    assert calls == [] and out["ran"] is False, out
+    table = tomllib.loads(out["config_toml"])["mcp_servers"]["bosun"]
+    # `codex mcp add` carries the command, its arguments and --env; every other key is named as one it cannot.
+    assert set(out["command_cannot_set"]) == set(table) - {"command", "args", "env"} != set()
+    assert all(key in out["reason"] for key in out["command_cannot_set"]), out["reason"]
+    assert "~/.codex/config.toml" in out["reason"]
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "ch"))
+    assert str(tmp_path / "ch" / "config.toml") in si.mcp_install("codex", False, print_only=True)["reason"]

@@ -29,7 +29,8 @@ def add_parent_parsers(sub: Any) -> None:
         "serve bosun's tools to a parent agent over MCP (stdio), or register the server with a host",
         "bosun mcp                   serve the MCP tools on stdin/stdout (a host starts this)\n"
         "bosun mcp install claude    register it with Claude Code (`claude mcp add`)\n"
-        "bosun mcp install codex     register it with Codex (`codex mcp add`)\n"
+        "bosun mcp install codex     print the [mcp_servers.bosun] table for Codex's config.toml\n"
+        "                            (`codex mcp add` cannot set its timeouts, required and approval mode)\n"
         "Prints the exact command instead when the host's CLI is not installed. See docs/parents.md.",
     )
     p.add_argument("action", nargs="?", choices=("serve", "install"), default="serve", help="serve (default) or install")
@@ -93,10 +94,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         _emit(out)
     elif out["ran"]:
         sys.stdout.write(f"registered: {' '.join(out['command'])}\n")
+    elif out.get("config_toml"):
+        sys.stdout.write(f"{out['reason']}:\n{out['config_toml']}")
     else:
         sys.stdout.write(f"{out['reason']}:\n  {' '.join(out['command'])}\n")
-        if out.get("config_toml"):
-            sys.stdout.write(f"or add to ~/.codex/config.toml:\n{out['config_toml']}")
     return 0
 
 

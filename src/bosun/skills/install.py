@@ -253,6 +253,17 @@ def _run(argv: list[str]) -> tuple[int, str]:
     return res.returncode, (res.stdout + res.stderr).strip()
 
 
+# The keys of bosun's [mcp_servers.bosun] table that `codex mcp add` cannot set: for a stdio server it
+# carries the command and --env only (its -c overrides a key for that one invocation and writes nothing).
+CODEX_TABLE_ONLY = ("startup_timeout_sec", "tool_timeout_sec", "required", "default_tools_approval_mode", "env_vars")
+
+
+def codex_config(env: Mapping[str, str] | None = None) -> str:
+    """Where Codex reads its configuration, as a person would write it."""
+    home = (os.environ if env is None else env).get("CODEX_HOME")
+    return str(Path(home) / "config.toml") if home else "~/.codex/config.toml"
+
+
 def codex_toml(cmd: list[str]) -> str:
     args = ", ".join(json.dumps(a) for a in cmd[1:])
     # The MCP SDK takes a few seconds to import on a busy machine; Codex's default start-up limit is 10 s.
@@ -270,10 +281,17 @@ def codex_toml(cmd: list[str]) -> str:
 def mcp_install(host: str, project: bool, print_only: bool = False, run: Runner | None = None) -> dict[str, Any]:
     steps = mcp_command(host, project)
     add = steps[-1]
-    exe = shutil.which(add[0])
     out: dict[str, Any] = {"host": host, "command": add, "ran": False}
     if host == "codex":
+        # `codex mcp add` would register a server Codex gives 10 s to start and does not wait for, so a
+        # one-shot `codex exec` never sees its tools: the table is the registration that works.
         out["config_toml"] = codex_toml(add[add.index("--") + 1 :])
+        out["command_cannot_set"] = list(CODEX_TABLE_ONLY)
+        out["reason"] = (f"`codex mcp add` cannot set {', '.join(CODEX_TABLE_ONLY)}: add this [mcp_servers.bosun] "
+                         f"table to {codex_config()} instead (after `codex mcp remove bosun` if bosun is registered "
+                         "already)")
+        return out
+    exe = shutil.which(add[0])
     if print_only or exe is None:
         out["reason"] = "printed only" if print_only else f"{add[0]} is not on PATH; run the command once it is"
         return out

@@ -117,15 +117,20 @@ def test_run_verbs_and_the_rest_print_what_the_docs_say(cli, repo, task_file, tm
         agrees(verb, res)
 
 
-def test_errors_keep_the_run_result_shape(cli, repo, tmp_path):
+def test_an_error_carries_the_run_result_only_when_there_is_a_run(cli, repo, task_file, tmp_path):
     code, res = cli("show", "20990101-000000-aaaaaa", "--json")
-    assert code == 2
-    agrees("show", res, RUN_RESULT)
+    assert code == 2 and res == {"error": res["error"]} and res["error"]["code"] == "UNKNOWN_RUN"
     bad = tmp_path / "bad.json"
     bad.write_text('{"title": "t", "colour": "red"}')
     code, res = cli("delegate", str(bad), "--repo", str(repo), "--json")
     assert code == 2 and res["error"]["code"] == "INVALID_TASK" and len(res["problems"]) == 2
-    agrees("delegate", res, RUN_RESULT)
+    assert set(res) == {"error", "problems"}
+    code, res = cli("prepare", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0, res
+    run_id = res["id"]
+    code, res = cli("integrate", run_id, "--json")  # a prepared run cannot land: the run's result says where it is
+    assert code != 0 and res["error"]["code"] and res["id"] == run_id and res["state"] == "prepared"
+    agrees("integrate", res, RUN_RESULT)
 
 
 def test_plan_verbs_print_what_the_docs_say(cli, tmp_path):
@@ -142,6 +147,9 @@ def test_plan_verbs_print_what_the_docs_say(cli, tmp_path):
     agrees("plan status", res, documented("plan run"))
     code, res = cli("plan", "list", "--json")
     agrees("plan list", res)
+    code, res = cli("plan", "continue", plan_id, "--json")  # nothing to continue: the error in the plan's result
+    assert code == 1 and res["error"]["code"] == "INVALID_STATE" and res["id"] == plan_id, res
+    agrees("plan continue", res, documented("plan run"))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run([sys.executable, "-m", "bosun", "plan", "watch", plan_id, "--json"], env=env,
                          capture_output=True, text=True, timeout=60)

@@ -42,7 +42,7 @@ def test_every_setup_problem_is_found_before_anything_is_created(cli, repo, tmp_
     assert "export BOSUN_TEST_UNSET_KEY=" in key["hint"]
     verify = next(p for p in res["problems"] if p["code"] == "VERIFY_NOT_FOUND")
     assert "pytset" in verify["message"] and "--resume" not in verify["hint"]
-    assert res["error"]["code"] == "PREFLIGHT" and res["id"] is None
+    assert res["error"]["code"] == "PREFLIGHT" and "id" not in res
     _nothing_created(repo, isolated_home)
 
 

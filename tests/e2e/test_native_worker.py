@@ -92,7 +92,7 @@ def test_missing_key_is_found_before_the_run_and_blocks_a_later_attempt(cli, rep
     monkeypatch.delenv("NOPE_KEY", raising=False)
     add_profile(repo, "keyed", "http://127.0.0.1:9/v1", api_key_env='"NOPE_KEY"')
     code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "keyed", "--json")
-    assert code == 2 and res["id"] is None  # pre-flight: nothing was created
+    assert code == 2 and "id" not in res  # pre-flight: nothing was created
     assert [p["code"] for p in res["problems"]] == ["MISSING_KEY"] and "NOPE_KEY" in res["problems"][0]["hint"]
     # The key goes away between prepare and work: the attempt is blocked, with the same hint.
     monkeypatch.setenv("NOPE_KEY", "k")

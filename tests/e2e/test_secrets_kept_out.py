@@ -58,7 +58,7 @@ def test_a_task_holding_a_secret_is_refused_before_dispatch(cli, repo, tmp_path)
     assert "acceptance" in res["error"]["message"] and "GitHub token" in res["error"]["message"]
     assert "--allow-secret-in-task" in res["error"]["hint"]
     assert GITHUB_TOKEN not in json.dumps(res)
-    assert res["id"] is None  # nothing was created
+    assert "id" not in res  # nothing was created
     code, res = cli("prepare", str(task), "--repo", str(repo), "--profile", "fix", "--json", "--allow-secret-in-task")
     assert code == 0 and res["state"] == "prepared", res
 

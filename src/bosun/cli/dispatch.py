@@ -38,11 +38,11 @@ HANDLERS = {
 }
 PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("plan "))
 
-# The run result's keys (docs/cli.md), null when an error comes before there is a run.
-NULL_RESULT_KEYS = (
-    "id", "state", "verdict", "title", "profile", "profile_reason", "base", "source_branch", "branch", "worktree",
-    "diff_sha256", "files_changed", "gates", "verification", "usage", "cost_usd", "merged_commit", "run_dir",
-    "savings", "final_message",
+# The verbs whose result is a run's (docs/cli.md, "The run result"): failing on a run that exists, they
+# print that run's result with the error in it; every other failure is the error alone.
+RUN_VERBS = (
+    "delegate", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover", "cancel",
+    "discard", "show",
 )
 
 
@@ -75,27 +75,25 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
-    """The one JSON object of a verb that failed: the run's (or plan's) result with the error in it."""
+    """The one JSON object of a verb that failed: ``{"error": ...}``, with ``problems`` when several
+    things are wrong, and the result of the run (or plan) it failed on when that exists. No keys that
+    could only be null: a reader tells "no run" from "a run" by ``id`` being there at all."""
     if args.command == "plan":
         from bosun.cli.plan_cli import error_result as plan_error_result
 
         return plan_error_result(args, err)
-    out = error_json(err, _run_for_error(args))
-    problems = getattr(err, "problems", None)
-    if problems is not None:
-        out["problems"] = [p.to_dict() for p in problems]
-    return out
+    return error_json(err, _run_for_error(args) if args.command in RUN_VERBS else None)
 
 
 def error_json(err: BosunError, run: RunRow | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"error": err.to_dict()}
     if run is not None:
         from bosun.results import run_result
 
-        return dict(run_result(run, error=err.to_dict()))
-    out: dict[str, Any] = dict.fromkeys(NULL_RESULT_KEYS)
-    out["gates"] = []
-    out["files_changed"] = 0
-    out["error"] = err.to_dict()
+        out = dict(run_result(run, error=out["error"]))
+    problems = getattr(err, "problems", None)
+    if problems is not None:
+        out["problems"] = [p.to_dict() for p in problems]
     return out
 
 

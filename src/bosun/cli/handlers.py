@@ -107,6 +107,7 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     except BosunError as err:
         problems = getattr(err, "problems", None) or [Problem(err.code, err.message, err.hint)]
         out["problems"] = [p.to_dict() for p in problems]
+        out["error"] = err.to_dict()  # what `delegate` would have failed with
         return _report_check(args, out, None)
     from bosun.engine.preflight import check_task, to_json
     from bosun.store.db import open_store
@@ -114,6 +115,10 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     out["title"] = task.title
     pf = check_task(task, Path(args.repo), args.profile, open_store())
     out.update(to_json(pf))
+    if not pf.ok:
+        from bosun.engine.preflight import PreflightFailed
+
+        out["error"] = PreflightFailed(pf.problems).to_dict()  # what `delegate` would have failed with
     if dry_run:
         out["worker"] = None
         if pf.choice is not None and pf.repo is not None:

@@ -106,26 +106,33 @@ def add_plan_parser(sub: argparse._SubParsersAction, help: str) -> None:  # type
 # ---------------------------------------------------------------------------------------------
 
 
+# The plan verbs whose result is a plan's: failing on a plan that exists (for `run`, once it was created),
+# they print that plan's result with the error in it; every other failure is the error alone.
+PLAN_RESULT_VERBS = ("run", "status", "continue", "resume", "cancel", "abort")
+
+
 def error_result(args: argparse.Namespace, err: Any) -> dict[str, Any]:
-    """The one JSON object of a plan verb that failed: the plan's result (when there is a plan) with the error."""
+    """The one JSON object of a plan verb that failed: ``{"error": ...}`` (with ``problems`` when several
+    things are wrong), in the plan's result when the verb failed on a plan that exists."""
     from bosun.errors import BosunError
 
-    out: dict[str, Any] = {"id": getattr(args, "plan_id", None) or getattr(args, "_created_plan", None),
-                           "state": None, "error": err.to_dict()}
+    out: dict[str, Any] = {"error": err.to_dict()}
     problems = getattr(err, "problems", None)
     if problems is not None:
         out["problems"] = [p.to_dict() for p in problems]
-    if out["id"]:
+    plan_id = getattr(args, "plan_id", None) or getattr(args, "_created_plan", None)
+    if plan_id and getattr(args, "plan_command", None) in PLAN_RESULT_VERBS:
         try:
-            ctx = _ctx()
+            from bosun.plans.ids import check_plan_id
             from bosun.plans.status import plan_result
             from bosun.store.plans import PlanStore
 
-            row = PlanStore(ctx.store).get_plan(out["id"])
+            ctx = _ctx()
+            row = PlanStore(ctx.store).get_plan(check_plan_id(plan_id))
             if row is not None:
-                out = {**plan_result(ctx.store, row), "error": err.to_dict()}
+                out = {**plan_result(ctx.store, row), **out}
         except BosunError:
-            pass  # no plan to show (no store, or the plan is unreadable): the error alone is the answer
+            pass  # no plan to show (a bad id, no store, an unreadable plan): the error alone is the answer
     return out
 
 
@@ -220,11 +227,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     except BosunError:
         pass  # not in a repository (or its config is broken): profiles are checked by `plan run`
     if args.json:
-        emit_json({
+        out: dict[str, Any] = {
             "ok": not problems, "plan": args.plan, "title": plan.title, "tasks": len(plan.tasks),
             "waves": waves if not problems else None, "problems": [p.to_dict() for p in problems],
             "warnings": [w.to_dict() for w in plan.warnings],
-        })
+        }
+        if problems:
+            from bosun.plans.validate import PlanInvalid
+
+            out["error"] = PlanInvalid(problems).to_dict()  # what `plan run` would have failed with
+        emit_json(out)
         return EXIT_BAD_INPUT if problems else EXIT_OK
     for w in plan.warnings:
         sys.stderr.write(f"bosun: warning: {w.message}\n")

@@ -136,9 +136,10 @@ def refuse_unapprovable(run: RunRow, task: TaskContract, waivers: dict[str, str]
     data = run.get("data") or {}
     if task.mode != Mode.code and data.get("read_only_violation"):
         v = data["read_only_violation"]
+        count = v.get("count") or len(v.get("files") or ())
         raise Rejected(
             f"cannot approve {run['id']}: a {task.mode.value} run may not change files, and this worker "
-            f"changed {v.get('count', '?')} (discarded; kept in {v.get('patch', VIOLATION_PATCH)})",
+            f"changed {count} file{'' if count == 1 else 's'} (discarded; kept in {v.get('patch', VIOLATION_PATCH)})",
             "no waiver applies; read the answer with `bosun show`, or run the task in mode code",
             code=READ_ONLY_VIOLATION,
         )

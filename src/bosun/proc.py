@@ -1,4 +1,4 @@
-"""The only module that starts processes.
+"""Where processes start (the few other modules that do: docs/architecture.md, kept by test_homes.py).
 
 Three entry points:
 

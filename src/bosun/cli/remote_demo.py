@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bosun import proc
 from bosun.errors import BosunError
 
 WORKER = '''import json, os, pathlib
@@ -82,7 +83,9 @@ def _wait_port(port: int, timeout: float = 15) -> None:
 def _git(repo: Path, *args: str) -> None:
     env = dict(os.environ, GIT_AUTHOR_NAME="bosun demo", GIT_AUTHOR_EMAIL="demo@localhost",
                GIT_COMMITTER_NAME="bosun demo", GIT_COMMITTER_EMAIL="demo@localhost")
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    done = proc.run_quick(["git", *args], cwd=repo, env=env)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, done.argv, done.stdout, done.stderr)
 
 
 def _sample(root: Path, url: str) -> tuple[Path, Path]:

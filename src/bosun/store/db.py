@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bosun.errors import InvalidTransition, NotFound
+from bosun.errors import BadInput, InvalidTransition, NotFound
 from bosun.states import ACTIVE_STATES, check_transition
 from bosun.store.migrations import migrate
 
@@ -105,7 +105,13 @@ class Store:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC LIMIT ?"
         args.append(limit)
-        return [_run_dict(r) for r in self.db.execute(sql, args)]
+        try:
+            return [_run_dict(r) for r in self.db.execute(sql, args)]
+        except sqlite3.OperationalError as exc:
+            if not search:
+                raise
+            raise BadInput(f"cannot search for {search!r}: {exc}",
+                           'use plain words; quote a phrase with "double quotes"') from None
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         if "data" in fields:

@@ -240,3 +240,8 @@ class PlanStore:
             "SELECT * FROM plan_events WHERE plan_id = ? AND id > ? ORDER BY id LIMIT ?", (plan_id, after, limit)
         )
         return [_event_dict(r) for r in rows]
+
+    def last_event_id(self, plan_id: str) -> int:
+        """The newest event's id (0: none yet): the dashboard's stream polls it to see a plan move."""
+        row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM plan_events WHERE plan_id = ?", (plan_id,)).fetchone()
+        return int(row[0])

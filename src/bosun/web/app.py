@@ -239,6 +239,7 @@ async def _event_stream(request: Request, stores: Stores, stopping: threading.Ev
     (``?run=ID``) changes or its worker writes an event, ``plan`` when the followed plan changes.
     ``?max=N`` ends the stream after N change events (for scripts and tests)."""
     from bosun.store.history import data_version
+    from bosun.store.plans import PlanStore
 
     run_id = request.query_params.get("run") or ""
     plan_id = request.query_params.get("plan") or ""
@@ -262,10 +263,7 @@ async def _event_stream(request: Request, stores: Stores, stopping: threading.Ev
             size = events.stat().st_size if events.exists() else 0
             snap["run"] = [r["state"] if r else None, r["updated_at"] if r else None, size]
         if plan_id:
-            row = store.db.execute(
-                "SELECT COALESCE(MAX(id), 0) FROM plan_events WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            snap["plan"] = [int(row[0])]
+            snap["plan"] = [PlanStore(store).last_event_id(plan_id)]
         return snap
 
     last = await run_in_threadpool(snapshot)

@@ -1,0 +1,177 @@
+"""How far a reader must travel to follow one delegation: modules, and climbs back up a layer.
+
+Runs one real ``bosun delegate TASK --auto-approve --json`` in-process (a ``command`` worker that
+fixes a failing test, verify ``python -m pytest -q``, a baseline that proves it), with a profiler on
+the main thread that sees every call into and return from a bosun function. From that trace:
+
+* ``imported``: bosun modules in ``sys.modules`` after the run (what start-up and the run load);
+* ``ran``: bosun modules that ran a function on the task's thread;
+* ``transitions``: changes of the executing module along the trace (calls and returns);
+* ``climbs``: transitions into a higher layer (the layers of tests/unit/test_layering.py): the
+  reader's path going back up, e.g. from ``isolation`` back to ``engine``;
+* ``engine_exits``: how often the task leaves the engine layer for a lower one and comes back.
+
+Nothing outside a temp dir is touched (BOSUN_HOME, the config and git's config are temp files).
+``--write`` replaces the generated section of docs/architecture.md.
+
+    .venv/bin/python bench/trace_delegation.py [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.unit.test_layering import LAYERS, RANK, unit  # noqa: E402  (the layer table the test enforces)
+
+DOC = ROOT / "docs" / "architecture.md"
+BEGIN, END = "<!-- trace:begin -->", "<!-- trace:end -->"
+
+WORKER = textwrap.dedent("""\
+    import pathlib
+    p = pathlib.Path("calc.py")
+    p.write_text(p.read_text().replace("return a - b", "return a + b"))
+""")
+
+
+def make_repo(root: Path) -> Path:
+    repo = root / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (root / "fix.py").write_text(WORKER)
+    (repo / "bosun.toml").write_text(
+        f'default_profile = "fixer"\n[profiles.fixer]\nadapter = "command"\n'
+        f'command = {json.dumps([sys.executable, str(root / "fix.py")])}\n')
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "start"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (root / "task.json").write_text(json.dumps({
+        "title": "add adds", "prompt": "make add return the sum", "mode": "code",
+        "scope": ["calc.py"], "verify": [{"run": [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]}]}))
+    return repo
+
+
+def isolate(root: Path) -> None:
+    (root / "gitconfig").write_text("[user]\n\tname = trace\n\temail = trace@localhost\n")
+    os.environ.update({"BOSUN_HOME": str(root / "home"), "BOSUN_CONFIG": str(root / "config.toml"),
+                       "GIT_CONFIG_GLOBAL": str(root / "gitconfig"), "GIT_CONFIG_NOSYSTEM": "1",
+                       "BOSUN_WARM": "0"})
+
+
+def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any]]:
+    path: list[str] = []
+
+    def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event not in ("call", "return"):
+            return
+        name = frame.f_globals.get("__name__", "")
+        if event == "return":
+            back = frame.f_back
+            name = back.f_globals.get("__name__", "") if back is not None else ""
+        if name.startswith("bosun") and (not path or path[-1] != name):
+            path.append(name)
+
+    from bosun.cli.main import main
+
+    out = io.StringIO()
+    os.chdir(repo)
+    sys.setprofile(profiler)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = main(["delegate", str(task), "--auto-approve", "--json"])
+    finally:
+        sys.setprofile(None)
+    return path, code, json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def layer_of(module: str) -> int:
+    return RANK[unit(module)]
+
+
+def measure(path: list[str]) -> dict[str, Any]:
+    climbs = [(a, b) for a, b in zip(path, path[1:], strict=False) if layer_of(b) < layer_of(a)]
+    engine = RANK["engine"]
+    exits = sum(1 for a, b in zip(path, path[1:], strict=False) if layer_of(a) <= engine < layer_of(b))
+    imported = sorted(m for m in sys.modules if m == "bosun" or m.startswith("bosun."))
+    ran = sorted(set(path))
+    by_layer = Counter(LAYERS[layer_of(m)][0] for m in ran)
+    # The same path through the layers only: the leaves (the base layer and proc, which every layer
+    # calls and which call nothing back) left out, and consecutive steps in one layer merged.
+    leaves = {RANK["errors"], RANK["proc"]}
+    layered = [layer_of(x) for x in path if layer_of(x) not in leaves]
+    layered = [r for i, r in enumerate(layered) if i == 0 or layered[i - 1] != r]
+    layer_climbs = sum(1 for a, b in zip(layered, layered[1:], strict=False) if b < a)
+    layer_exits = sum(1 for a, b in zip(layered, layered[1:], strict=False) if a <= engine < b)
+    return {"imported": imported, "ran": ran, "transitions": len(path) - 1, "climbs": len(climbs),
+            "engine_exits": exits, "ran_by_layer": dict(by_layer), "layer_climbs": layer_climbs,
+            "layer_exits": layer_exits, "on_path": [x for x in ran if layer_of(x) not in leaves],
+            "climb_pairs": Counter(f"{unit(a)} -> {unit(b)}" for a, b in climbs).most_common(8)}
+
+
+def report(m: dict[str, Any], state: str, verdict: str) -> str:
+    layers = ", ".join(f"{k} {v}" for k, v in sorted(m["ran_by_layer"].items(), key=lambda kv: RANK_ORDER[kv[0]]))
+    pairs = "; ".join(f"{p} ({n})" for p, n in m["climb_pairs"])
+    return "\n".join([
+        BEGIN,
+        f"One `bosun delegate --auto-approve` (command worker, proven fix; the run ended {state}, "
+        f"verdict {verdict}), traced on its main thread by `bench/trace_delegation.py`:",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| bosun modules imported | {len(m['imported'])} |",
+        f"| bosun modules that ran a function | {len(m['ran'])} ({layers}) |",
+        f"| changes of module along the trace | {m['transitions']} |",
+        f"| climbs back up a layer | {m['climbs']} |",
+        f"| times the task leaves the engine for a lower layer | {m['engine_exits']} |",
+        f"| the same through the layers (base and proc, the leaves, left out): climbs | {m['layer_climbs']} |",
+        f"| the same through the layers: engine exits | {m['layer_exits']} |",
+        "",
+        f"Most frequent climbs: {pairs}.",
+        "",
+        f"The {len(m['on_path'])} modules on the path, the leaves left out: "
+        + ", ".join(f"`{x.removeprefix('bosun.')}`" for x in m["on_path"]) + ".",
+        END,
+    ])
+
+
+RANK_ORDER = {name: n for n, (name, _) in enumerate(LAYERS)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--write", action="store_true", help="replace the generated section of docs/architecture.md")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bosun-trace-") as tmp:
+        root = Path(tmp)
+        isolate(root)
+        repo = make_repo(root)
+        path, code, result = trace(repo, root / "task.json")
+        os.chdir(ROOT)
+    m = measure(path)
+    verdict = (result.get("verdict") or {}).get("outcome")
+    text = report(m, result.get("state"), verdict)
+    print(text)
+    if code != 0 or result.get("state") not in ("integrated", "cleaned"):
+        print(f"warning: the delegation ended {result.get('state')} (exit {code})", file=sys.stderr)
+    if args.write:
+        doc = DOC.read_text("utf-8")
+        head, _, rest = doc.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        DOC.write_text(head + text + tail, "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

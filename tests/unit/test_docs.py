@@ -49,3 +49,28 @@ def test_every_module_is_in_the_architecture_doc():
         if not rel.endswith(("__init__.py", "__main__.py")) and not _module_documented(rel, doc, rows)
     ]
     assert not missing, f"add these to the module table of docs/architecture.md: {missing}"
+
+
+def _make_targets() -> set[str]:
+    import re
+
+    return set(re.findall(r"^([A-Za-z][\w-]*):", (DOCS.parent / "Makefile").read_text(), re.M))
+
+
+def test_every_make_target_the_readme_names_exists():
+    import re
+
+    named = set(re.findall(r"`?\bmake ([a-z][\w-]*)", README))
+    assert {"demo", "test", "test-fast"} <= named, named
+    assert named <= _make_targets(), f"the README names make targets the Makefile lacks: {named - _make_targets()}"
+
+
+def test_the_readme_says_what_the_first_make_test_downloads():
+    # A new machine's first `make test` fetches the worker CLIs for minutes; a reader must know that,
+    # and how to run only the fast tests, before typing it.
+    import re
+
+    setup = README.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    assert "`make test-fast`" in setup
+    assert "Node 22" in setup and "seven worker CLIs" in setup
+    assert re.search(r"about \d+(\.\d+)? GB", setup) and re.search(r"about \d+ minutes? on a 2-core machine", setup)

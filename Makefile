@@ -6,7 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-all test-fast lint bench clean-venv
 
+# pip --quiet shows nothing for the half minute it takes: one line says what is happening, on stderr.
 $(STAMP): pyproject.toml
+	@if test -x $(BIN)/python; then echo "updating $(VENV) (pyproject.toml changed)..." >&2; \
+	 else echo "setting up $(VENV) (first time only, about 40 s)..." >&2; fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)

@@ -13,6 +13,9 @@ directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,13 @@ from bosun.contract import TaskContract, VerifyCommand
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
+
+# What shows a verify command as it runs: ``show(label)`` is entered for the command's duration (the
+# CLI's terminal ticker, cli/ticker.py). A context variable rather than a parameter: verification is
+# reached from delegate, verify and integrate through several engine layers, and a thread (the
+# baseline's, a plan's parallel tasks) starts without it, so no two tickers share one terminal line.
+SHOW_PROGRESS: ContextVar[Callable[[str], AbstractContextManager[None]] | None] = ContextVar(
+    "bosun_verify_progress", default=None)
 
 
 # Set by bosun for every verify command; an entry's own ``env`` may add variables but not change these.
@@ -70,9 +80,11 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         auto_junit.parent.mkdir(parents=True, exist_ok=True)
         auto_junit.unlink(missing_ok=True)
         cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "") + f" --junitxml={auto_junit}").strip()
+        show = SHOW_PROGRESS.get()
         try:
-            res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
-                                      confine=confine, should_stop=should_stop)
+            with show(" ".join(argv)) if show is not None else nullcontext():
+                res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
+                                          confine=confine, should_stop=should_stop)
         except (FileNotFoundError, PermissionError) as exc:
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False

@@ -57,6 +57,13 @@ def _progress(args: argparse.Namespace) -> Any:
     return event_printer()
 
 
+def _ticking(args: argparse.Namespace) -> Any:
+    """The live line of a verify command that runs long (cli/ticker.py), for a person only."""
+    from bosun.cli.ticker import verify_ticker
+
+    return verify_ticker(not args.json and not getattr(args, "quiet", False))
+
+
 def _refuse_secret(task: Any, args: argparse.Namespace) -> None:
     from bosun.redaction import refuse_secret_in_task, task_texts
 
@@ -83,10 +90,11 @@ def cmd_delegate(args: argparse.Namespace) -> int:
         if not args.json and not args.quiet:
             sys.stderr.write(f"bosun: run {run_id} prepared\n")
 
-    run = delegate(
-        ctx, task, Path(args.repo), profile, auto_approve=args.auto_approve, wait=args.wait,
-        on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
-    )
+    with _ticking(args):
+        run = delegate(
+            ctx, task, Path(args.repo), profile, auto_approve=args.auto_approve, wait=args.wait,
+            on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
+        )
     return _finish(args, run, ctx)
 
 
@@ -164,7 +172,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import verify
 
     ctx = _ctx()
-    return _finish(args, verify(ctx, _checked_id(args)), ctx)
+    with _ticking(args):
+        run = verify(ctx, _checked_id(args))
+    return _finish(args, run, ctx)
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
@@ -206,7 +216,8 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import integrate, report
 
     ctx = _ctx()
-    run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
+    with _ticking(args):
+        run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
     return _finish(args, report(ctx, run["id"]), ctx)  # the record, then the worktree's cleanup
 
 

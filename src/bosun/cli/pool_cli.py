@@ -93,7 +93,12 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
         settings = load_settings(repo)
         if args.action == "warm":
-            made = pool.warm(store, repo, settings)
+            def said(path: str, held: int, size: int) -> None:
+                # Each is a full checkout of the repository: seconds each on a big one.
+                sys.stderr.write(f"bosun: pool: worktree {held} of {size} ready: {path}\n")
+                sys.stderr.flush()
+
+            made = pool.warm(store, repo, settings, on_made=None if args.json else said)
             if settings.pool.size == 0:
                 sys.stderr.write("bosun: the pool size is 0, so there is nothing to warm; set `[pool] size = 2` "
                                  "(or more) in bosun.toml to keep ready worktrees\n")

@@ -32,6 +32,7 @@ from bosun.store.worktrees import IDLE, LEASED, RECLAIMING
 
 TYPE_CHECKING = False  # typing's would import typing, which `bosun pool status` avoids
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from bosun.config import Settings
@@ -81,8 +82,10 @@ def _head(path: Path) -> str:
 # filling and emptying
 
 
-def warm(store: Store, repo: Path, settings: Settings, at: str = "HEAD") -> list[str]:
-    """Create idle worktrees until the pool of ``repo`` holds ``[pool] size``; returns the new paths."""
+def warm(store: Store, repo: Path, settings: Settings, at: str = "HEAD",
+         on_made: Callable[[str, int, int], None] | None = None) -> list[str]:
+    """Create idle worktrees until the pool of ``repo`` holds ``[pool] size``; returns the new paths.
+    ``on_made(path, held, size)`` is called after each one (a full checkout each: the CLI says so)."""
     from bosun.store.worktrees import pool_insert, pool_move, pool_rows
 
     _repair(store, str(repo))
@@ -108,6 +111,8 @@ def warm(store: Store, repo: Path, settings: Settings, at: str = "HEAD") -> list
             raise
         pool_move(store, str(slot), RECLAIMING, IDLE, head=commit)
         made.append(str(slot))
+        if on_made is not None:
+            on_made(str(slot), len(rows) + 1, size)
     return made
 
 

@@ -145,8 +145,8 @@ class WaveDriver:
                 base = self.head()
                 self._set_wave_base(base)
                 cap, remote_cap, why = self._concurrency(len(todo))
-                self.ps.event(self.plan_id, "wave", f"wave {n} of {len(waves)}: {', '.join(todo)} from {base[:12]}"
-                              + (f" ({why})" if why else ""), state="started", wave=n, tasks=todo, base=base,
+                said = f"wave {n} of {len(waves)}: tasks {', '.join(todo)} from {base[:12]}" + (f" ({why})" if why else "")
+                self.ps.event(self.plan_id, "wave", said, state="started", wave=n, tasks=todo, base=base,
                               concurrency=cap)
                 self._run_wave(todo, base, cap, remote_cap)
                 if self.cancelled():

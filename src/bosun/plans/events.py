@@ -40,6 +40,8 @@ def describe(ev: dict[str, Any]) -> str:
         if run_id and run_id not in detail and ev.get("state") not in ("pending", "cancelled"):
             line += f" (run {run_id})"
         return line + (f": {detail}" if detail else "")
+    if kind == "wave" and ev.get("state") == "started":
+        return f"{when}  {detail}"  # "wave 2 of 3: tasks a, b from ...": the detail says it all
     if kind == "plan":
         return f"{when}  plan {ev.get('state') or ''}" + (f": {detail}" if detail else "")
     return f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")

@@ -79,10 +79,20 @@ def test_search_cooldowns_and_stats(tmp_path):
 def test_merge_data(tmp_path):
     store = Store(tmp_path / "b.db")
     store.insert_run(_run("run-4"))
-    store.merge_data("run-4", a=1)
-    store.merge_data("run-4", b=2)
-    assert store.get_run("run-4")["data"] == {"a": 1, "b": 2}
+    store.merge_data("run-4", gates_ok=True)
+    store.merge_data("run-4", error=None)
+    assert store.get_run("run-4")["data"] == {"gates_ok": True, "error": None}
     assert isinstance(store.db, sqlite3.Connection)
+
+
+def test_a_run_data_key_is_declared_before_it_is_written(tmp_path):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-5"))
+    with pytest.raises(ValueError, match="declare them in store/data_fields.py"):
+        store.merge_data("run-5", verifed_tree="abc")
+    with pytest.raises(ValueError, match=r"\['nonsense'\]"):
+        store.insert_run({**_run("run-6"), "data": {"nonsense": 1}})
+    assert store.get_run("run-5")["data"] == {} and store.get_run("run-6") is None
 
 
 def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):

@@ -138,7 +138,7 @@ def test_event_stream_reports_changes(runs: dict[str, Any]) -> None:
 
     def touch() -> None:
         time.sleep(1.0)
-        open_store().merge_data(rid, note="changed")
+        open_store().merge_data(rid, landing_author_note="changed")
 
     threading.Thread(target=touch).start()
     with client().stream("GET", f"/events?run={rid}&max=2") as r:

@@ -305,7 +305,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
     task = task or load_task(run_id)
     settings = ctx.settings(Path(run["repo"]))
     window = (run.get("data") or {}).get("worker_window")
-    killed = stop_lingering(Path(run["worktree"]), tuple(window) if window else None)
+    killed = stop_lingering(Path(run["worktree"]), (window[0], window[1]) if window else None)
     if killed:
         _system_event(run_id, "stopped processes the worker left running before verification: "
                       + ", ".join(killed[:10]))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bosun.errors import BadInput, InvalidTransition, NotFound
 from bosun.states import ACTIVE_STATES, check_transition
+from bosun.store.data_fields import undeclared
 from bosun.store.migrations import migrate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
@@ -64,6 +65,9 @@ class Store:
         row = {c: run.get(c) for c in RUN_COLUMNS}
         row["created_at"] = row["created_at"] or now
         row["updated_at"] = now
+        unknown = undeclared(run.get("data") or {})
+        if unknown:
+            raise ValueError(f"undeclared run data keys {unknown}: declare them in store/data_fields.py")
         row["data"] = json.dumps(run.get("data") or {})
         row["files_changed"] = row["files_changed"] or 0
         cols = ", ".join(RUN_COLUMNS)
@@ -124,7 +128,11 @@ class Store:
             db.execute(f"UPDATE runs SET {assigns} WHERE id = ?", [*fields.values(), run_id])
 
     def merge_data(self, run_id: str, **items: Any) -> dict[str, Any]:
-        """Merge keys into the run's JSON ``data`` column atomically; returns the new data."""
+        """Merge keys into the run's JSON ``data`` column atomically; returns the new data. Every key
+        is one of ``store.data_fields.WRITERS``: a field is declared, with its writer, before it is written."""
+        unknown = undeclared(items)
+        if unknown:
+            raise ValueError(f"undeclared run data keys {unknown}: declare them in store/data_fields.py")
         with self.tx() as db:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
             data = json.loads(row["data"]) if row else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -269,7 +270,7 @@ def _timeline(run_id: str) -> str:
     return note + f'<ol class="timeline">{"".join(items)}</ol>' if items else '<p class="muted">no worker events yet</p>'
 
 
-def _receipt(rdir: Path, data: dict[str, Any]) -> str:
+def _receipt(rdir: Path, data: Mapping[str, Any]) -> str:
     metrics = read_json(rdir / "metrics.json", None)
     usage = data.get("usage") or data.get("live_usage")
     if metrics is None and not usage:

@@ -1,0 +1,77 @@
+"""Every key of a run's ``data`` record, with the one module (or the few) that may write it.
+
+``Store.merge_data`` refuses a key that is not here, so a new field is declared before it is
+written, and ``tests/unit/test_run_data.py`` checks every ``merge_data(key=...)`` call against its
+writers and these keys against the typed shape readers see (``store.rows.RunData``). Written at
+prepare (``insert_run``) means ``engine/lifecycle.py:prepare`` set it once when the run was created.
+Plain data, no imports: the store's fast read paths import this module.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing's would import typing, which the fast read paths avoid
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+PREPARE = "engine.lifecycle"  # the run's first record, written by prepare through insert_run
+
+WRITERS: dict[str, tuple[str, ...]] = {
+    # set once, when the run is created
+    "snapshot": (PREPARE,),
+    "mode": (PREPARE,),
+    "task_source": (PREPARE,),
+    "source_head_at_start": (PREPARE,),
+    "uncommitted_at_start": (PREPARE,),
+    "routing": (PREPARE,),
+    "holdout": (PREPARE,),
+    "caller": (PREPARE,),
+    "remote": (PREPARE,),
+    "view_objects": ("engine.lifecycle",),
+    "environment": ("engine.worktrees",),
+    "pooled": ("engine.worktrees",),
+    "ports": ("engine.worktrees",),
+    "setup_key": ("engine.worktrees",),
+    "plan_id": ("plans.driver",),
+    "plan_task": ("plans.driver",),
+    # the worker step
+    "bosun_pid": ("engine.lifecycle",),
+    "worker_pid": ("engine.attempts", "engine.teardown"),
+    "worker_window": ("engine.lifecycle",),
+    "sandbox": ("engine.attempts",),
+    "live_usage": ("engine.budget",),
+    "worker": ("engine.lifecycle",),
+    "usage": ("engine.lifecycle",),
+    "user_git_tampered": ("engine.lifecycle",),
+    "cancel_requested": ("engine.lifecycle", "engine.teardown", "cli.agent_serve"),
+    # verification and the verdict's inputs
+    "verification_passed": ("engine.lifecycle",),
+    "gates_ok": ("engine.lifecycle",),
+    "verified_tree": ("engine.lifecycle",),
+    "review_escalate": ("engine.lifecycle",),
+    "review_reasons": ("engine.lifecycle",),
+    "review_usage": ("engine.lifecycle",),
+    "read_only_violation": ("engine.approval",),
+    "answer_verified": ("engine.approval",),
+    # approval and landing
+    "acknowledged": ("engine.approval", "engine.lifecycle"),
+    "review": ("engine.approval",),
+    "waivers": ("engine.approval",),
+    "approved_diff_sha256": ("engine.approval",),
+    "approved_tree": ("engine.approval",),
+    "reverified": ("engine.integration",),
+    "landing_commit": ("engine.integration", "plans.driver"),
+    "landing_author_note": ("engine.integration",),
+    "records_removed_at": ("engine.gc",),
+    # the parent side (MCP's background driver)
+    "driver_pid": ("mcp.ops",),
+    "driver_start": ("mcp.ops",),
+    "parent_meter": ("mcp.ops",),
+    "parent_measured": ("mcp.ops",),
+    # how the run stopped, when it did not succeed (one writer per stop: see each module)
+    "error": ("engine.lifecycle", "engine.approval", "engine.integration", "engine.teardown", "plans.task_runner"),
+}
+
+
+def undeclared(keys: Iterable[str]) -> list[str]:
+    """The keys not declared here (a field must be declared with its writer before it is written)."""
+    return sorted(k for k in keys if k not in WRITERS)

@@ -1,0 +1,85 @@
+"""A run's ``data`` record has its keys declared once (store/data_fields.py), with their writers:
+no module writes a key it is not declared to write, readers and the typed shape agree, and the
+fields that still have several writers cannot grow in number."""
+
+from __future__ import annotations
+
+import ast
+
+from bosun.store.data_fields import WRITERS
+from bosun.store.rows import RunData
+from tests.conftest import ROOT
+
+SRC = ROOT / "src" / "bosun"
+
+# Fields more than one module writes. The typed-Run redesign gives each one writer; until then this
+# list may only shrink.
+SEVERAL_WRITERS = {"acknowledged", "cancel_requested", "error", "landing_commit", "worker_pid"}
+
+
+def modules() -> dict[str, ast.AST]:
+    return {".".join(p.relative_to(SRC).with_suffix("").parts): ast.parse(p.read_text("utf-8"))
+            for p in sorted(SRC.rglob("*.py"))}
+
+
+def writes() -> list[tuple[str, str, int]]:
+    out = []
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "merge_data":
+                out += [(name, kw.arg, node.lineno) for kw in node.keywords if kw.arg is not None]
+    return out
+
+
+def reads() -> list[tuple[str, str, int]]:
+    """``(x.get("data") or {}).get("KEY")`` and ``x["data"]["KEY"]`` / ``x["data"].get("KEY")``."""
+    def is_data(node: ast.AST) -> bool:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            node = node.values[0]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            return bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "data"
+        return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == "data"
+
+    out = []
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            key = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                    and is_data(node.func.value) and node.args and isinstance(node.args[0], ast.Constant):
+                key = node.args[0].value
+            elif isinstance(node, ast.Subscript) and is_data(node.value) and isinstance(node.slice, ast.Constant):
+                key = node.slice.value
+            if isinstance(key, str):
+                out.append((name, key, node.lineno))
+    return out
+
+
+def test_the_declaration_and_the_typed_shape_name_the_same_keys():
+    assert set(WRITERS) == set(RunData.__annotations__)
+
+
+def test_every_write_is_by_a_declared_writer():
+    wrong = [f"bosun.{m}:{line} writes {key!r}" for m, key, line in writes()
+             if key not in WRITERS or m not in WRITERS[key]]
+    assert not wrong, "declare the key, or its writer, in store/data_fields.py:\n" + "\n".join(wrong)
+
+
+def test_every_declared_writer_writes_and_every_key_is_read_or_written():
+    written = {(m, key) for m, key, _ in writes()}
+    prepared = {"snapshot", "mode", "task_source", "source_head_at_start", "uncommitted_at_start", "routing",
+                "holdout", "caller", "remote", "worker", "usage", "bosun_pid"}  # insert_run and **splats
+    idle = [f"{m} -> {key}" for key, ms in WRITERS.items() for m in ms if (m, key) not in written and key not in prepared]
+    assert not idle, idle
+
+
+def test_readers_read_declared_keys():
+    # plans/ reads the plan's and the plan task's own data records too, with the same shapes
+    unknown = [f"bosun.{m}:{line} reads {key!r}" for m, key, line in reads()
+               if key not in WRITERS and not m.startswith("plans.")]
+    assert not unknown, "\n".join(unknown)
+    assert len(reads()) > 20  # the patterns still find the readers
+
+
+def test_the_fields_with_several_writers_do_not_grow():
+    several = {key for key, ms in WRITERS.items() if len(ms) > 1}
+    assert several <= SEVERAL_WRITERS, sorted(several - SEVERAL_WRITERS)

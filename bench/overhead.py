@@ -325,7 +325,7 @@ PROBES = (
     ("bosun.workers.command", "CommandWorker.run", "  worker process"),
     ("bosun.engine.lifecycle", "verify", "verify (phase)"),
     ("bosun.isolation.lingering", "stop_lingering", "  stop_lingering (nothing of the worker alive)"),
-    ("bosun.isolation.change", "scan", "  scan (bosun's view: the change as a tree)"),
+    ("bosun.isolation.change", "read_change", "  scan (bosun's view: the change as a tree)"),
     ("bosun.isolation.change", "materialize", "  materialize (worktree = exactly that tree)"),
     ("bosun.isolation.change", "tree_diff", "  tree_diff (diff of the verified tree)"),
     ("bosun.verification", "run_verification", "  verify commands"),

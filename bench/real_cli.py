@@ -142,7 +142,7 @@ PROBES = [
     ("bosun.isolation.gitwatch", "changes", "work: user git dir compared"),
     ("bosun.engine.lifecycle", "verify", "verify"),
     ("bosun.isolation.lingering", "stop_lingering", "verify: lingering scan"),
-    ("bosun.engine.lifecycle", "scan_change", "verify: scan"),
+    ("bosun.engine.lifecycle", "read_run_change", "verify: scan"),
     ("bosun.engine.verifying", "verify_change", "verify: verify_change"),
     ("bosun.verification", "run_verification", "verify: commands"),
     ("bosun.engine.verifying", "gates_for_tree", "verify: gates"),

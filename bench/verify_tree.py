@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from bosun.isolation.change import create_view, materialize, scan  # noqa: E402
+from bosun.isolation.change import create_view, materialize, read_change  # noqa: E402
 
 ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
        "GIT_COMMITTER_EMAIL": "b@x", "GIT_CONFIG_NOSYSTEM": "1"}
@@ -74,8 +74,8 @@ def one_round(tmp: Path, repo: Path, start: str, k: int) -> dict[str, float]:
     (wt / "NEW.md").write_text("new\n")
     (wt / "build").mkdir()
     (wt / "build" / "junk.o").write_text("x" * 1000)
-    change = scan(view)
-    out["scan (view)"] = timed(lambda: scan(view))
+    change = read_change(view)
+    out["scan (view)"] = timed(lambda: read_change(view))
     out["reset: materialize in worktree"] = timed(lambda: materialize(view, change.tree))
     fresh = tmp / f"fresh{k}"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bosun import proc
-from bosun.isolation.change import View, create_view, materialize, scan
+from bosun.isolation.change import View, create_view, materialize, read_change
 
 IDENTITY = "[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
 
@@ -57,7 +57,7 @@ def view(tmp_path: Path) -> View:
     # A change of the worker's, scanned: the tree every case materializes back to.
     (wt / "src" / "pkg" / "m0.py").write_text("VALUE = 'fixed'\n")
     (wt / "src" / "new.py").write_text("NEW = 1\n")
-    change = scan(v)
+    change = read_change(v)
     assert change.problems == []
     return View(v.git_dir, v.worktree, v.objects, change.tree)  # ``start`` carries the tree to compare with
 

@@ -10,7 +10,7 @@ import pytest
 from bosun import proc
 from bosun.changes import FileChange
 from bosun.errors import BadInput, Conflict
-from bosun.isolation.change import View, create_view, scan
+from bosun.isolation.change import View, create_view, read_change
 from bosun.isolation.snapshot import user_state
 from bosun.isolation.worktree import (
     apply_patch_to_commit,
@@ -49,15 +49,15 @@ def view(wt: Path, start: str, scratch: Path) -> View:
 
 
 def worktree_diff(wt: Path, start: str, scratch: Path) -> bytes:
-    return scan(view(wt, start, scratch)).diff
+    return read_change(view(wt, start, scratch)).diff
 
 
 def changed_files(wt: Path, start: str, scratch: Path) -> list[FileChange]:
-    return scan(view(wt, start, scratch)).changes
+    return read_change(view(wt, start, scratch)).changes
 
 
 def tree_of_worktree(wt: Path, start: str, scratch: Path) -> str:
-    return scan(view(wt, start, scratch)).tree
+    return read_change(view(wt, start, scratch)).tree
 
 
 def run(cwd: Path, *args: str, ok: bool = True) -> str:
@@ -446,12 +446,12 @@ def test_a_gitlink_the_worker_moves_is_refused(repo: Path, tmp_path: Path) -> No
     start = run(repo, "rev-parse", "HEAD")
     wt = tmp_path / "runs" / "r2" / "wt"
     create_worktree(repo, wt, "bosun/r2", start)
-    assert scan(view(wt, start, tmp_path / "scratch-clean")).problems == []
+    assert read_change(view(wt, start, tmp_path / "scratch-clean")).problems == []
     (wt / "vendored").rmdir()
     shutil.copytree(sub, wt / "vendored")
     (wt / "vendored" / "x").write_text("moved\n")
     commit_all(wt / "vendored", "two")
-    problems = scan(view(wt, start, tmp_path / "scratch-clean")).problems
+    problems = read_change(view(wt, start, tmp_path / "scratch-clean")).problems
     assert [p.code for p in problems] == ["NESTED_REPOSITORY"]
     assert "vendored" in problems[0].detail
 

@@ -264,7 +264,7 @@ class Agent:
         status = worker.get("status") or ("cancelled" if row["state"] == "cancelled" else "failed")
         if run.cancel.is_set() and status != "ok":
             status = "cancelled"
-        diff = L.compute_change(row)[0] if status == "ok" else b""
+        diff = L.read_run_change(row).diff if status == "ok" else b""
         outcome = self._outcome(
             task, status, error_class=worker.get("error_class"), error_message=worker.get("error_message"),
             final_text=worker.get("final_text"), usage=worker.get("usage") or {}, steps=int(worker.get("steps") or 0),

@@ -54,12 +54,12 @@ def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> 
     to the start tree and return the red gate. None for code runs and for read-only runs that wrote
     nothing. Call before the change is computed, so the change of a read-only run is always empty.
     A violation sticks to the run: re-verifying the restored tree does not make it approvable."""
-    from bosun.engine.context import scan_run, view_of
+    from bosun.engine.context import read_run_change, view_of
     from bosun.isolation.change import materialize
 
     if task.mode == Mode.code:
         return None
-    change = scan_run(run)
+    change = read_run_change(run)
     if change.problems:
         return None  # a change bosun cannot represent is refused on its own, before anything runs
     if not change.changes:

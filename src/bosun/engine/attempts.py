@@ -185,9 +185,9 @@ def kernel_read_only(task: TaskContract) -> bool:
 
 
 def _worktree_changed(run: RunRow) -> bool:
-    from bosun.engine.context import compute_change
+    from bosun.engine.context import read_run_change
 
-    diff, _ = compute_change(run)
+    diff = read_run_change(run).diff
     return bool(diff)
 
 

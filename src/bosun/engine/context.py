@@ -67,20 +67,14 @@ def load_task(run_id: str) -> TaskContract:
     return TaskContract.model_validate(doc["task"])
 
 
-def compute_change(run: RunRow) -> tuple[bytes, list[Any]]:
-    """The worker's change as it is on disk now, through bosun's own view (diff, files)."""
-    change = scan_change(run)
-    return change.diff, change.changes
-
-
 def leftover_diff(run: RunRow) -> bytes:
     """What the worktree holds now against the start, for saving before it goes: the diff as
     verified (``diff.patch``) when the worktree is still exactly the verified tree, else diffed anew.
     A landed run's worktree is that tree, so its clean-up does not diff the same two trees again."""
-    from bosun.isolation.change import scan_tree, tree_diff
+    from bosun.isolation.change import read_tree, tree_diff
 
     view = view_of(run)
-    tree, _ = scan_tree(view)
+    tree, _ = read_tree(view)
     if tree == (run.get("data") or {}).get("verified_tree") and view.start == run["start_commit"]:
         try:
             verified = (paths.run_dir(run["id"]) / record.DIFF).read_bytes()
@@ -89,10 +83,6 @@ def leftover_diff(run: RunRow) -> bytes:
         if verified is not None and hashlib.sha256(verified).hexdigest() == run.get("diff_sha256"):
             return verified  # same trees, same bytes (``tree_diff`` is canonical)
     return tree_diff(view, view.start, tree)
-
-
-def scan_change(run: RunRow) -> Change:
-    return scan_run(run)
 
 
 def view_of(run: RunRow) -> View:
@@ -108,9 +98,10 @@ def view_of(run: RunRow) -> View:
     return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
 
 
-def scan_run(run: RunRow) -> Change:
-    """The worker's change as it is on disk now, read through the run's own view."""
-    from bosun.isolation.change import scan
+def read_run_change(run: RunRow) -> Change:
+    """The worker's change as it is on disk now, read through the run's own view: the one way the
+    engine reads a change (``isolation.change.read_change`` does it for a view)."""
+    from bosun.isolation.change import read_change
 
-    return scan(view_of(run))
+    return read_change(view_of(run))
 

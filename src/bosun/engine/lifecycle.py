@@ -16,7 +16,7 @@ from bosun import paths, states
 from bosun.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
-from bosun.engine.context import Ctx, compute_change, load_task, new_run_id, scan_change
+from bosun.engine.context import Ctx, load_task, new_run_id, read_run_change
 from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
 from bosun.errors import BadInput, BosunError, InvalidTransition, TimedOut
 from bosun.fileio import write_bytes_atomic
@@ -312,7 +312,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
     from bosun.engine import approval as verdict
 
     violation = verdict.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
-    change = scan_change(run)
+    change = read_run_change(run)
     verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
     record.write_doc(run_id, record.VERIFICATION, verification)
     diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
@@ -380,7 +380,7 @@ def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest:
     ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
                          review_usage=judged.get("usage"))
     gates = [g for g in [self_review_gate(judged)] if g]
-    if scan_change(run).tree != tree:
+    if read_run_change(run).tree != tree:
         gates.append(GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree"))
     return gates
 
@@ -461,7 +461,7 @@ def recover(ctx: Ctx, run_id: str) -> RunRow:
             ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, "recover: the bosun process died during work")
             run["state"] = states.INTERRUPTED
         if run["state"] == states.INTERRUPTED:
-            diff, _ = compute_change(run)
+            diff = read_run_change(run).diff
             if diff:
                 ctx.store.transition(run_id, states.INTERRUPTED, states.WORKED, "recover: the worker left a diff")
                 _retake_baseline(ctx, run)

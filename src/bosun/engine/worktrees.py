@@ -180,11 +180,11 @@ def close_worktree(store: Store, settings: Settings, run: RunRow, *, diff_saved:
 def _diff_saved(run: RunRow) -> bool:
     """Whether the worker's leftover diff is known (empty, or saved to ``final.patch`` by cleanup): a
     pooled worktree whose change cannot be computed is removed, never reset for another run."""
-    from bosun.engine.context import compute_change
+    from bosun.engine.context import read_run_change
     from bosun.errors import BosunError
 
     try:
-        diff, _ = compute_change(run)
+        diff = read_run_change(run).diff
     except BosunError:
         return False  # the diff cannot be saved: the caller removes the worktree instead of reusing it
     return not diff or (paths.run_dir(run["id"]) / "final.patch").is_file()

@@ -270,7 +270,7 @@ def anchor_pattern(line: str, base: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# scanning
+# reading the change
 
 
 @dataclass(frozen=True)
@@ -283,14 +283,14 @@ class Change:
     problems: list[Problem] = field(default_factory=list)
 
 
-def scan(view: View) -> Change:
+def read_change(view: View) -> Change:
     """Build the change from the worktree's bytes. Never trusts anything the worker wrote about them."""
-    tree, problems = scan_tree(view)
+    tree, problems = read_tree(view)
     changes = tree_changes(view, view.start, tree)
     return Change(tree, tree_diff(view, view.start, tree), changes, problems + _gitlink_problems(changes))
 
 
-def scan_tree(view: View) -> tuple[str, list[Problem]]:
+def read_tree(view: View) -> tuple[str, list[Problem]]:
     """The worktree's bytes as a tree (and the problems seen on the way), without diffing it: what
     the worktree holds is decided by the tree's id, the diffs are for a tree not seen before."""
     problems = _pointer_problems(view)

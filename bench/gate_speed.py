@@ -14,7 +14,7 @@ import time
 
 from bosun.changes import FileChange
 from bosun.contract import TaskContract
-from bosun.gates.context import GateContext
+from bosun.gates.context import GateInputs
 from bosun.gates.testharness import check_test_harness
 from bosun.gates.tests_weakened import check_tests_weakened
 
@@ -39,7 +39,7 @@ def once(n: int) -> tuple[float, float]:
     pyfacts.read_file.cache_clear()
     jstests.read_tests.cache_clear()
     base, new = texts(n)
-    ctx = GateContext(
+    ctx = GateInputs(
         task=TaskContract(title="bench", prompt="bench"),
         changes=[FileChange(path, "M") for path in base],
         diff=b"",

@@ -16,7 +16,7 @@ import pytest
 from bosun.changes import FileChange, GateResult
 from bosun.config import ALWAYS_LOCKED
 from bosun.contract import TaskContract
-from bosun.gates import GATE_CODES, GateContext, run_gates
+from bosun.gates import GATE_CODES, GateInputs, run_gates
 from bosun.gates import runner as gate_runner
 from bosun.gates.binary import check_binary, check_symlinks
 from bosun.gates.outcome import check_no_changes, check_source, check_verify
@@ -71,9 +71,9 @@ class Change:
         self.changes.append(change)
         return self
 
-    def ctx(self, **kw: Any) -> GateContext:
+    def ctx(self, **kw: Any) -> GateInputs:
         task = kw.pop("task", None) or TaskContract(title="t", prompt="fix it", **kw.pop("task_fields", {}))
-        return GateContext(
+        return GateInputs(
             task=task,
             changes=self.changes,
             diff=self.diff,
@@ -486,7 +486,7 @@ class TestRunner:
         assert results["OUT_OF_SCOPE"].detail == "1 file, all in scope"
 
     def test_a_crashing_gate_fails_closed(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        def boom(ctx: GateContext) -> GateResult:
+        def boom(ctx: GateInputs) -> GateResult:
             raise RuntimeError("bug")
 
         gates = tuple((code, boom if code == "BINARY_CHANGE" else gate) for code, gate in gate_runner.GATES)

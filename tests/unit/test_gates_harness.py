@@ -12,7 +12,7 @@ import pytest
 from bosun.changes import FileChange
 from bosun.config import ALWAYS_LOCKED
 from bosun.contract import TaskContract
-from bosun.gates import GATE_CODES, GateContext, run_gates
+from bosun.gates import GATE_CODES, GateInputs, run_gates
 from bosun.gates.binary import check_binary
 from bosun.gates.entrypoints import check_entry_points
 from bosun.gates.harness import check_git_rules, check_python_startup
@@ -58,9 +58,9 @@ class Tree:
         self.changes.append(FileChange(path=path, status="D", old_mode="100644"))
         return self
 
-    def ctx(self, **task_fields: Any) -> GateContext:
+    def ctx(self, **task_fields: Any) -> GateInputs:
         task = TaskContract(title="t", prompt="fix it", **task_fields)
-        return GateContext(
+        return GateInputs(
             task=task,
             changes=self.changes,
             diff=self.diff,

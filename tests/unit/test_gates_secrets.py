@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bosun.changes import FileChange
 from bosun.contract import TaskContract
-from bosun.gates import GateContext
+from bosun.gates import GateInputs
 from bosun.gates.secrets import check_secrets, scan_line
 
 # Realistic shapes, assembled so this file does not itself look like it leaks keys.
@@ -98,8 +98,8 @@ def test_placeholders_and_expressions_are_not_secrets(line: str, path: str) -> N
     assert scan_line(line, path) == []
 
 
-def _ctx(diff: str) -> GateContext:
-    return GateContext(
+def _ctx(diff: str) -> GateInputs:
+    return GateInputs(
         task=TaskContract(title="t", prompt="p"),
         changes=[FileChange(path="src/settings.py", status="M", added=2, deleted=1)],
         diff=diff.encode(),

@@ -8,7 +8,7 @@ import pytest
 
 from bosun.replay.codex_patch import edit_patch, write_patch
 from bosun.replay.script import Action
-from bosun.replay.toolmap import MapContext, ToolMapError, ToolSpec, map_action
+from bosun.replay.toolmap import ToolMapError, ToolMapState, ToolSpec, map_action
 
 ROOT = Path("/repo")
 
@@ -88,7 +88,7 @@ NATIVE_RELATIVE = [
 
 
 def call(action, tools, root=ROOT):
-    return map_action(action, tools, MapContext(root=root), "call_0_0")
+    return map_action(action, tools, ToolMapState(root=root), "call_0_0")
 
 
 def test_opencode_names_and_absolute_paths():
@@ -204,12 +204,12 @@ def test_call_names_a_tool_and_fills_ids_from_earlier_results():
         {"call": "mcp__bosun__wait", "args": {"run_id": "{result:call_0_0.id}", "timeout_s": 5}},
     ])
     tools = [ToolSpec("mcp__bosun__delegate"), ToolSpec("mcp__bosun__wait"), ToolSpec("Read")]
-    first = map_action(script.turns[0].actions[0], tools, MapContext(), "call_0_0")
+    first = map_action(script.turns[0].actions[0], tools, ToolMapState(), "call_0_0")
     assert first.name == "mcp__bosun__delegate" and first.arguments == {"task": {"title": "t"}}
-    ctx = MapContext(results={"call_0_0": '{"id": "20261201-120000-abcdef", "state": "prepared"}'})
+    ctx = ToolMapState(results={"call_0_0": '{"id": "20261201-120000-abcdef", "state": "prepared"}'})
     second = map_action(script.turns[1].actions[0], tools, ctx, "call_1_0")
     assert second.arguments == {"run_id": "20261201-120000-abcdef", "timeout_s": 5}
     with pytest.raises(ToolMapError, match="no 'id' in the result of call_0_0"):
-        map_action(script.turns[1].actions[0], tools, MapContext(), "call_1_0")
+        map_action(script.turns[1].actions[0], tools, ToolMapState(), "call_1_0")
     with pytest.raises(ToolMapError, match="not advertised"):
-        map_action(Action("call", "mcp__other__x"), tools, MapContext(), "call_2_0")
+        map_action(Action("call", "mcp__other__x"), tools, ToolMapState(), "call_2_0")

@@ -63,7 +63,7 @@ def evaluate(
     """Run every gate on the change. ``new_bytes`` reads the changed tree and ``base_bytes`` the
     start commit (never the worktree); ``on_disk`` says the worktree holds exactly that tree now, so
     symlinks may be resolved in it."""
-    from bosun.gates import GateContext, run_gates
+    from bosun.gates import GateInputs, run_gates
 
     worktree = Path(run["worktree"])
     start = run["start_commit"]
@@ -87,7 +87,7 @@ def evaluate(
 
     changed = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}
     conflicts, detail = source_conflicts(run, changed)
-    ctx = GateContext(
+    ctx = GateInputs(
         task=task,
         changes=changes,
         diff=diff,

@@ -11,7 +11,7 @@ reads what the verify commands run, :mod:`.context` defines what they all receiv
 
 from __future__ import annotations
 
-from bosun.gates.context import GateContext
+from bosun.gates.context import GateInputs
 from bosun.gates.runner import ENGINE_GATE_CODES, GATE_CODES, run_gates
 
-__all__ = ["ENGINE_GATE_CODES", "GATE_CODES", "GateContext", "run_gates"]
+__all__ = ["ENGINE_GATE_CODES", "GATE_CODES", "GateInputs", "run_gates"]

@@ -1,4 +1,4 @@
-"""What every gate judges (:class:`GateContext`) and the small helpers gates share to word results.
+"""What every gate judges (:class:`GateInputs`) and the small helpers gates share to word results.
 
 Gates are pure functions of a context: they never run processes and never touch git. Whoever builds
 the context (isolation, after the worker exits) reads git once and hands over the change list, the
@@ -23,7 +23,7 @@ MAX_LISTED = 5
 
 
 @dataclass
-class GateContext:
+class GateInputs:
     """Everything the gates see of one finished worker run."""
 
     task: TaskContract

@@ -43,7 +43,7 @@ import posixpath
 from dataclasses import dataclass
 
 from bosun.changes import GateResult
-from bosun.gates.context import GateContext, listing, touched_paths
+from bosun.gates.context import GateInputs, listing, touched_paths
 from bosun.gates.invocations import Invocation, invocations, repo_path, shell_invocations
 from bosun.globs import match_any
 
@@ -95,16 +95,16 @@ class Entry:
         return path in self.paths or match_any(path, self.globs) is not None
 
 
-def entries(ctx: GateContext) -> list[Entry]:
+def entries(inputs: GateInputs) -> list[Entry]:
     out = []
-    for inv in invocations(ctx.task):
+    for inv in invocations(inputs.task):
         tool = _tool(inv)
         globs = _TOOL_FILES.get(tool, ())
         env_dir = _environment_dir(inv)
         if env_dir:
             globs = (*globs, f"./{env_dir}")
         out.append(Entry(inv, _files_run(inv, tool), globs))
-        for via, inner in _recipe_invocations(ctx, inv, tool):
+        for via, inner in _recipe_invocations(inputs, inv, tool):
             out.append(Entry(inv, _files_run(inner, _tool(inner)), (), via))
     return out
 
@@ -114,7 +114,7 @@ def _files_run(inv: Invocation, tool: str) -> frozenset[str]:
     return frozenset(paths | _python_module_files(inv))
 
 
-def _recipe_invocations(ctx: GateContext, inv: Invocation, tool: str) -> list[tuple[str, Invocation]]:
+def _recipe_invocations(inputs: GateInputs, inv: Invocation, tool: str) -> list[tuple[str, Invocation]]:
     """Commands the start commit's Makefile, justfile or package.json scripts run for ``inv``."""
     argv = list(inv.argv)
     directory = inv.cwd
@@ -132,7 +132,7 @@ def _recipe_invocations(ctx: GateContext, inv: Invocation, tool: str) -> list[tu
     out: list[tuple[str, Invocation]] = []
     for name in candidates:
         path = repo_path(directory, name)
-        text = ctx.base_text(path) if path else None
+        text = inputs.base_text(path) if path else None
         if path is None or text is None:
             continue
         for line in _commands_in(posixpath.basename(path), text):
@@ -158,16 +158,16 @@ def _commands_in(name: str, text: str) -> list[str]:
     return out
 
 
-def check_entry_points(ctx: GateContext) -> GateResult:
+def check_entry_points(inputs: GateInputs) -> GateResult:
     found: dict[str, str] = {}
     named: dict[str, str] = {}  # entry points the task's `permit` names exactly: a person reads them
-    all_entries = entries(ctx)
-    for change in ctx.changes:
+    all_entries = entries(inputs)
+    for change in inputs.changes:
         for path in touched_paths(change):
             entry = next((e for e in all_entries if e.covers(path)), None)
             if entry is not None and path not in found:
                 how = " ".join(entry.invocation.argv)
-                (named if path in ctx.task.permit else found)[path] = \
+                (named if path in inputs.task.permit else found)[path] = \
                     f"`{how}` through {entry.via}" if entry.via else f"`{how}`"
     if found:
         items = [f"{path} (run by {how})" for path, how in found.items()]

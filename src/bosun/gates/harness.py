@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from bosun.changes import GateResult
 from bosun.config import GIT_RULE_FILES, PYTHON_STARTUP_FILES
-from bosun.gates.context import GateContext, listing, touched_paths, unique
+from bosun.gates.context import GateInputs, listing, touched_paths, unique
 from bosun.globs import match_any
 
 GIT_RULES_CHANGED = "GIT_RULES_CHANGED"
@@ -25,8 +25,8 @@ PYTHON_STARTUP_CHANGED = "PYTHON_STARTUP_CHANGED"
 _VERBS = {"A": "added", "D": "deleted", "R": "renamed", "C": "copied"}
 
 
-def check_git_rules(ctx: GateContext) -> GateResult:
-    found = _matching(ctx, GIT_RULE_FILES)
+def check_git_rules(inputs: GateInputs) -> GateResult:
+    found = _matching(inputs, GIT_RULE_FILES)
     if found:
         return GateResult(
             GIT_RULES_CHANGED,
@@ -37,8 +37,8 @@ def check_git_rules(ctx: GateContext) -> GateResult:
     return GateResult(GIT_RULES_CHANGED, True, "no .gitattributes, .gitmodules or .gitignore changed")
 
 
-def check_python_startup(ctx: GateContext) -> GateResult:
-    found = _matching(ctx, PYTHON_STARTUP_FILES)
+def check_python_startup(inputs: GateInputs) -> GateResult:
+    found = _matching(inputs, PYTHON_STARTUP_FILES)
     if found:
         return GateResult(
             PYTHON_STARTUP_CHANGED,
@@ -49,9 +49,9 @@ def check_python_startup(ctx: GateContext) -> GateResult:
     return GateResult(PYTHON_STARTUP_CHANGED, True, "no sitecustomize.py, usercustomize.py or .pth file changed")
 
 
-def _matching(ctx: GateContext, patterns: tuple[str, ...]) -> list[str]:
+def _matching(inputs: GateInputs, patterns: tuple[str, ...]) -> list[str]:
     out: list[str] = []
-    for change in ctx.changes:
+    for change in inputs.changes:
         verb = _VERBS.get(change.status[:1], "modified")
         out += [f"{p} ({verb})" for p in touched_paths(change) if match_any(p, patterns) is not None]
     return unique(out)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from bosun.changes import GateResult
 from bosun.contract import Mode
-from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.context import GateInputs, listing, plural
 
 NO_CHANGES = "NO_CHANGES"
 VERIFY_FAILED = "VERIFY_FAILED"
 SOURCE_CHANGED = "SOURCE_CHANGED"
 
 
-def check_no_changes(ctx: GateContext) -> GateResult:
-    mode = Mode(ctx.task.mode)
-    paths = [c.path for c in ctx.changes]
+def check_no_changes(inputs: GateInputs) -> GateResult:
+    mode = Mode(inputs.task.mode)
+    paths = [c.path for c in inputs.changes]
     if mode is not Mode.code:
         if paths:
             return GateResult(NO_CHANGES, False, f"mode {mode.value} must not change files: {listing(paths)}")
@@ -28,18 +28,18 @@ def check_no_changes(ctx: GateContext) -> GateResult:
     return GateResult(NO_CHANGES, True, f"{plural(len(paths), 'file')} changed")
 
 
-def check_verify(ctx: GateContext) -> GateResult:
-    summary = ctx.verification_summary.strip()
-    if ctx.verification_passed is None:
+def check_verify(inputs: GateInputs) -> GateResult:
+    summary = inputs.verification_summary.strip()
+    if inputs.verification_passed is None:
         # Passing is right (there is nothing to fail), but nobody may read it as "verified".
         return GateResult(VERIFY_FAILED, True, "no verify commands: nothing was checked")
-    if ctx.verification_passed:
+    if inputs.verification_passed:
         return GateResult(VERIFY_FAILED, True, summary or "verification passed")
     return GateResult(VERIFY_FAILED, False, summary or "verification failed")
 
 
-def check_source(ctx: GateContext) -> GateResult:
-    conflicts = list(dict.fromkeys(ctx.source_conflicts))
+def check_source(inputs: GateInputs) -> GateResult:
+    conflicts = list(dict.fromkeys(inputs.source_conflicts))
     if conflicts:
         return GateResult(
             SOURCE_CHANGED,
@@ -47,4 +47,4 @@ def check_source(ctx: GateContext) -> GateResult:
             f"the user changed these paths during the run too: {listing(conflicts)}; "
             "re-run the task on the current source",
         )
-    return GateResult(SOURCE_CHANGED, True, ctx.source_detail.strip() or "source branch unchanged")
+    return GateResult(SOURCE_CHANGED, True, inputs.source_detail.strip() or "source branch unchanged")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bosun.changes import GateResult
 from bosun.config import HARNESS_LOCKED
-from bosun.gates.context import GateContext, listing, plural, touched_paths, unique
+from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 from bosun.gates.invocations import invocations
 from bosun.gates.testconfig import NEW_ENV, locked_sections, tox_selected_envs
 from bosun.globs import match_any
@@ -33,19 +33,19 @@ def permitted(path: str, permit: list[str]) -> bool:
     return bool(permit) and match_any(path, permit) is not None and match_any(path, list(NEVER_PERMITTED)) is None
 
 
-def check_locked(ctx: GateContext) -> GateResult:
+def check_locked(inputs: GateInputs) -> GateResult:
     offences: list[str] = []
     allowed: list[str] = []
-    locked = [p for p in ctx.locked if p not in HARNESS_LOCKED]
-    selected = tox_selected_envs([(inv.argv, inv.env) for inv in invocations(ctx.task)])
-    permit = list(ctx.task.permit)
-    for change in ctx.changes:
+    locked = [p for p in inputs.locked if p not in HARNESS_LOCKED]
+    selected = tox_selected_envs([(inv.argv, inv.env) for inv in invocations(inputs.task)])
+    permit = list(inputs.task.permit)
+    for change in inputs.changes:
         found: list[str] = []
         for path in touched_paths(change):
             pattern = match_any(path, locked)
             if pattern is not None:
                 found.append(path if pattern == path else f"{path} (locked by {pattern!r})")
-        found += locked_sections(change, ctx.base_text, ctx.new_text, selected)
+        found += locked_sections(change, inputs.base_text, inputs.new_text, selected)
         if found and all(permitted(p, permit) for p in touched_paths(change)):
             # The task permits this path: a person reads it, nothing is refused but pytest's own settings.
             offences += [f for f in found if _runner_section(f)]
@@ -73,7 +73,7 @@ def check_locked(ctx: GateContext) -> GateResult:
     return GateResult(
         LOCKED_PATH_CHANGED,
         True,
-        f"{plural(len(ctx.changes), 'file')}, none locked (test configuration intact)",
+        f"{plural(len(inputs.changes), 'file')}, none locked (test configuration intact)",
     )
 
 
@@ -83,13 +83,13 @@ def _runner_section(offence: str) -> bool:
     return "pytest" in section.split("]")[0]
 
 
-def check_scope(ctx: GateContext) -> GateResult:
-    scope = ctx.task.scope
+def check_scope(inputs: GateInputs) -> GateResult:
+    scope = inputs.task.scope
     if not scope:
         return GateResult(OUT_OF_SCOPE, True, "no scope set: every path is allowed")
     outside = unique(
-        [path for change in ctx.changes for path in touched_paths(change) if match_any(path, scope) is None]
+        [path for change in inputs.changes for path in touched_paths(change) if match_any(path, scope) is None]
     )
     if outside:
         return GateResult(OUT_OF_SCOPE, False, f"outside the scope ({listing(scope)}): {listing(outside)}")
-    return GateResult(OUT_OF_SCOPE, True, f"{plural(len(ctx.changes), 'file')}, all in scope")
+    return GateResult(OUT_OF_SCOPE, True, f"{plural(len(inputs.changes), 'file')}, all in scope")

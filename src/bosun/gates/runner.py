@@ -24,9 +24,9 @@ from bosun.gates import (
     testharness,
     tests_weakened,
 )
-from bosun.gates.context import GateContext
+from bosun.gates.context import GateInputs
 
-Gate = Callable[[GateContext], GateResult]
+Gate = Callable[[GateInputs], GateResult]
 
 GATES: tuple[tuple[str, Gate], ...] = (
     (outcome.NO_CHANGES, outcome.check_no_changes),
@@ -61,14 +61,14 @@ ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY"
                                       "ENVIRONMENT_CHANGED")
 
 
-def run_gates(ctx: GateContext) -> list[GateResult]:
+def run_gates(inputs: GateInputs) -> list[GateResult]:
     """One result per gate, in :data:`GATE_CODES` order."""
-    return [_run_one(code, gate, ctx) for code, gate in GATES]
+    return [_run_one(code, gate, inputs) for code, gate in GATES]
 
 
-def _run_one(code: str, gate: Gate, ctx: GateContext) -> GateResult:
+def _run_one(code: str, gate: Gate, inputs: GateInputs) -> GateResult:
     try:
-        result = gate(ctx)
+        result = gate(inputs)
     except Exception as exc:  # noqa: BLE001 - fail closed: a crashed gate has judged nothing
         return GateResult(code, False, f"gate could not run: {type(exc).__name__}: {exc}")
     result.code = code  # the runner, not the gate, owns the code a result is filed under

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from bosun.changes import GateResult
-from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.context import GateInputs, listing, plural
 from bosun.secretscan import is_placeholder, scan_line
 
 SECRET_DETECTED = "SECRET_DETECTED"
@@ -37,10 +37,10 @@ class Finding:
         return f"{self.path}:{self.line} ({self.kind})"
 
 
-def check_secrets(ctx: GateContext) -> GateResult:
+def check_secrets(inputs: GateInputs) -> GateResult:
     findings: list[Finding] = []
     scanned = 0
-    for fdiff in ctx.diff_files:
+    for fdiff in inputs.diff_files:
         if fdiff.binary:
             continue
         scanned += 1

@@ -32,7 +32,7 @@ import tomllib
 from functools import lru_cache
 
 from bosun.changes import GateResult
-from bosun.gates.context import GateContext, listing
+from bosun.gates.context import GateInputs, listing
 from bosun.gates.invocations import invocations, pythonpath_dirs
 
 MODULE_SHADOWED = "MODULE_SHADOWED"
@@ -53,11 +53,11 @@ _EXTENSION_SUFFIXES = (".so", ".pyd")
 _TEST_FILE = ("test_", "conftest.py")
 
 
-def check_shadowing(ctx: GateContext) -> GateResult:
+def check_shadowing(inputs: GateInputs) -> GateResult:
     # Only a new file named like a shadowable module can shadow: find those first, so an ordinary
     # change never pays for reading the start tree's listing.
     suspects = []
-    for change in ctx.changes:
+    for change in inputs.changes:
         status = change.status[:1]
         if status not in ("A", "R", "C") or (status in ("R", "C") and change.old_path == change.path):
             continue
@@ -69,7 +69,7 @@ def check_shadowing(ctx: GateContext) -> GateResult:
             suspects.append(change.path)
     if not suspects:
         return GateResult(MODULE_SHADOWED, True, "no new module is named like one verification imports")
-    roots = import_roots(ctx)
+    roots = import_roots(inputs)
     found = []
     for path in suspects:
         name = module_name(path, roots)
@@ -89,15 +89,15 @@ def check_shadowing(ctx: GateContext) -> GateResult:
     )
 
 
-def import_roots(ctx: GateContext) -> set[str]:
+def import_roots(inputs: GateInputs) -> set[str]:
     """Repo-relative directories on ``sys.path`` while verification runs ("" is the root)."""
     roots = {"", "src"}
-    for inv in invocations(ctx.task):
+    for inv in invocations(inputs.task):
         roots.add(inv.cwd)
         roots.update(pythonpath_dirs(inv))
     for directory in list(roots):
-        roots.update(_pytest_pythonpath(ctx, directory))
-    paths = _new_tree_paths(ctx)
+        roots.update(_pytest_pythonpath(inputs, directory))
+    paths = _new_tree_paths(inputs)
     test_dirs = set()
     for path in paths:
         if "test" in path and path.endswith(".py"):  # cheap filter first: trees hold many files
@@ -133,12 +133,12 @@ def _module_file(filename: str) -> str | None:
     return None
 
 
-def _pytest_pythonpath(ctx: GateContext, directory: str) -> set[str]:
+def _pytest_pythonpath(inputs: GateInputs, directory: str) -> set[str]:
     """Directories pytest's ``pythonpath`` setting adds, from the config files in ``directory``."""
     entries: list[str] = []
     for name in ("pyproject.toml", "pytest.ini", "setup.cfg"):
         path = posixpath.join(directory, name)
-        for text in (ctx.base_text(path), ctx.new_text(path)):
+        for text in (inputs.base_text(path), inputs.new_text(path)):
             if text:
                 entries += _pythonpath_setting(name, text)
     roots = set()
@@ -162,9 +162,9 @@ def _pythonpath_setting(name: str, text: str) -> list[str]:
         return []
 
 
-def _new_tree_paths(ctx: GateContext) -> set[str]:
-    paths = set(ctx.start_paths)
-    for change in ctx.changes:
+def _new_tree_paths(inputs: GateInputs) -> set[str]:
+    paths = set(inputs.start_paths)
+    for change in inputs.changes:
         if change.status[:1] == "D":
             paths.discard(change.path)
         elif change.status[:1] == "R" and change.old_path:

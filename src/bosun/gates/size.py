@@ -18,7 +18,7 @@ Binary files have no lines and are judged by BINARY_CHANGE instead.
 from __future__ import annotations
 
 from bosun.changes import FileChange, GateResult
-from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff
 
 EXCESSIVE_DELETION = "EXCESSIVE_DELETION"
@@ -57,31 +57,31 @@ def replaced_lines(fdiff: FileDiff | None) -> int:
     return sum(min(len(removed), sum(1 for a in added if a.strip())) for removed, added in fdiff.blocks)
 
 
-def check_deletion(ctx: GateContext) -> GateResult:
-    ceiling = ctx.task.limits.max_deleted_lines
-    diffs = {f.path: f for f in ctx.diff_files}
+def check_deletion(inputs: GateInputs) -> GateResult:
+    ceiling = inputs.task.limits.max_deleted_lines
+    diffs = {f.path: f for f in inputs.diff_files}
     problems = []
-    for change in ctx.changes:
-        base = ctx.base_line_count(change.old_path or change.path)
+    for change in inputs.changes:
+        base = inputs.base_line_count(change.old_path or change.path)
         replaced = 0 if change.status[:1] == "D" else replaced_lines(diffs.get(change.path))
         problem = deletion_problem(change, base, ceiling, replaced)
         if problem:
             problems.append(problem)
     if problems:
         return GateResult(EXCESSIVE_DELETION, False, f"too much deleted: {listing(problems)}")
-    total = sum(c.deleted for c in ctx.changes)
+    total = sum(c.deleted for c in inputs.changes)
     return GateResult(EXCESSIVE_DELETION, True, f"{plural(total, 'line')} deleted, none excessive")
 
 
-def check_file_count(ctx: GateContext) -> GateResult:
-    n, limit = len(ctx.changes), ctx.task.limits.max_files
+def check_file_count(inputs: GateInputs) -> GateResult:
+    n, limit = len(inputs.changes), inputs.task.limits.max_files
     if n > limit:
         return GateResult(TOO_MANY_FILES, False, f"{plural(n, 'file')} changed, limit {limit}")
     return GateResult(TOO_MANY_FILES, True, f"{plural(n, 'file')} changed, limit {limit}")
 
 
-def check_diff_size(ctx: GateContext) -> GateResult:
-    n, limit = len(ctx.diff), ctx.task.limits.max_diff_bytes
+def check_diff_size(inputs: GateInputs) -> GateResult:
+    n, limit = len(inputs.diff), inputs.task.limits.max_diff_bytes
     if n > limit:
         return GateResult(DIFF_TOO_LARGE, False, f"diff is {n:,} bytes, limit {limit:,}")
     return GateResult(DIFF_TOO_LARGE, True, f"diff is {n:,} bytes, limit {limit:,}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from bosun.changes import FileChange, GateResult
-from bosun.gates.context import GateContext, listing
+from bosun.gates.context import GateInputs, listing
 from bosun.gates.pynodes import dotted
 from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module
 
@@ -55,11 +55,11 @@ class Tamper:
     key: str  # the same finding in another version of the file (lines move)
 
 
-def check_test_harness(ctx: GateContext) -> GateResult:
-    is_project = _project_probe(ctx)
+def check_test_harness(inputs: GateInputs) -> GateResult:
+    is_project = _project_probe(inputs)
     refusals: list[str] = []
     changed: list[str] = []
-    for change in ctx.changes:
+    for change in inputs.changes:
         old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
         harness = is_harness(change.path) or is_harness(old)
         if harness:
@@ -68,9 +68,9 @@ def check_test_harness(ctx: GateContext) -> GateResult:
             continue
         if not (harness or is_test_module(change.path)):
             continue
-        before = ctx.base_text(old) if change.status[:1] != "A" else None
+        before = inputs.base_text(old) if change.status[:1] != "A" else None
         had = {t.key for t in tampering(before or "", change.path, is_project)}
-        for t in tampering(ctx.new_text(change.path) or "", change.path, is_project):
+        for t in tampering(inputs.new_text(change.path) or "", change.path, is_project):
             if t.key not in had:
                 refusals.append(f"{change.path}:{t.line} {t.what}")
     review = f"; harness changed: {listing(changed)}" if changed else ""
@@ -201,14 +201,14 @@ def _writes_sys_modules(node: ast.AST) -> bool:
     return False
 
 
-def _project_probe(ctx: GateContext) -> Callable[[str], bool]:
+def _project_probe(inputs: GateInputs) -> Callable[[str], bool]:
     """Whether a top-level module name is the repository's own code (start tree or change).
 
     Looked for at the repository root and beside each test directory the change touches (a
     monorepo's ``pkg/tests`` imports from ``pkg/``), each with the flat, ``src/`` and ``lib/``
     layouts: a few reads of the start tree per patched name, cached.
     """
-    changed = {c.path for c in ctx.changes} | {c.old_path for c in ctx.changes if c.old_path}
+    changed = {c.path for c in inputs.changes} | {c.old_path for c in inputs.changes if c.old_path}
     roots = {""}
     for path in changed:
         parts = path.split("/")
@@ -222,7 +222,7 @@ def _project_probe(ctx: GateContext) -> Callable[[str], bool]:
             for layout in ("", "src/", "lib/"):
                 base = f"{root}/{layout}{top}" if root else f"{layout}{top}"
                 for candidate in (f"{base}.py", f"{base}/__init__.py"):
-                    if candidate in changed or ctx.new_text(candidate) is not None or ctx.base_text(candidate) is not None:
+                    if candidate in changed or inputs.new_text(candidate) is not None or inputs.base_text(candidate) is not None:
                         return True
         return False
 

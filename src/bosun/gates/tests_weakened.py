@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from bosun.changes import FileChange, GateResult
 from bosun.gates import jstests, pytests, testdata, tripwire
-from bosun.gates.context import GateContext, listing, plural
+from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff
 from bosun.gates.pyfacts import read_file
 from bosun.gates.testpaths import is_js, is_python, is_test_file, is_test_module
@@ -43,17 +43,17 @@ _JS_DEFS = re.compile(
 )
 
 
-def check_tests_weakened(ctx: GateContext) -> GateResult:
-    diffs = {f.path: f for f in ctx.diff_files}
+def check_tests_weakened(inputs: GateInputs) -> GateResult:
+    diffs = {f.path: f for f in inputs.diff_files}
     # Reading the changed code costs a read of the start tree per file: only worth it when tests changed.
-    touches_tests = any(is_test_file(c.path) or is_test_file(_old_path(c)) for c in ctx.changes)
-    removed = removed_definitions(ctx) if touches_tests else {}
-    moved = tests_added(ctx) if touches_tests else {}
+    touches_tests = any(is_test_file(c.path) or is_test_file(_old_path(c)) for c in inputs.changes)
+    removed = removed_definitions(inputs) if touches_tests else {}
+    moved = tests_added(inputs) if touches_tests else {}
     refusals: list[str] = []
     notes: list[str] = []
     judged = 0
-    for change in ctx.changes:
-        data = testdata.judge(change, ctx.base_text, ctx.new_text)
+    for change in inputs.changes:
+        data = testdata.judge(change, inputs.base_text, inputs.new_text)
         if data is not None:
             refusals += data[0]
             notes += data[1]
@@ -62,7 +62,7 @@ def check_tests_weakened(ctx: GateContext) -> GateResult:
         if not (is_test_file(old) or is_test_file(change.path)):
             continue
         judged += 1
-        found, noted = _file_findings(ctx, change, old, diffs.get(change.path), removed, moved)
+        found, noted = _file_findings(inputs, change, old, diffs.get(change.path), removed, moved)
         refusals += found
         notes += noted
     review = f"; for review: {listing(notes)}" if notes else ""
@@ -107,9 +107,9 @@ def review_reasons(notes: list[str]) -> list[dict[str, str]]:
             for code, (sentence, ask, where) in found.items()]
 
 
-def removed_definitions(ctx: GateContext) -> dict[str, str]:
+def removed_definitions(inputs: GateInputs) -> dict[str, str]:
     """Functions and classes the change deletes from non-test code: name -> the file they were in."""
-    return removed_names(ctx.changes, ctx.base_text, ctx.new_text)
+    return removed_names(inputs.changes, inputs.base_text, inputs.new_text)
 
 
 def removed_names(changes: list[FileChange], base_text: Callable[[str], str | None],
@@ -132,16 +132,16 @@ def removed_names(changes: list[FileChange], base_text: Callable[[str], str | No
     return {name: path for name, path in before.items() if name not in after}
 
 
-def tests_added(ctx: GateContext) -> dict[str, str]:
+def tests_added(inputs: GateInputs) -> dict[str, str]:
     """Tests the change adds, by body fingerprint, to the file they are added to: a test deleted
     from one file and added to another with the same body was moved, not deleted."""
     added: dict[str, str] = {}
-    for change in ctx.changes:
+    for change in inputs.changes:
         if change.status[:1] == "D" or not is_test_module(change.path):
             continue
         old = _old_path(change)
-        before = ctx.base_text(old) if change.status[:1] != "A" else None
-        after = ctx.new_text(change.path)
+        before = inputs.base_text(old) if change.status[:1] != "A" else None
+        after = inputs.new_text(change.path)
         if after is None:
             continue
         if is_python(change.path):
@@ -166,7 +166,7 @@ def _old_path(change: FileChange) -> str:
 
 
 def _file_findings(
-    ctx: GateContext,
+    inputs: GateInputs,
     change: FileChange,
     old: str,
     fdiff: FileDiff | None,
@@ -176,8 +176,8 @@ def _file_findings(
     deleted = change.status[:1] == "D"
     if not deleted and is_test_file(old) and not is_test_file(change.path):
         return [f"{old} moved out of the tests to {change.path}"], []
-    before = ctx.base_text(old) if change.status[:1] != "A" else None
-    after = None if deleted else ctx.new_text(change.path)
+    before = inputs.base_text(old) if change.status[:1] != "A" else None
+    after = None if deleted else inputs.new_text(change.path)
     emptied = bool(before and before.strip()) and after is not None and not after.strip()
     if not (is_test_module(old) or is_test_module(change.path)) and (deleted or emptied):
         # Harness code removed: TEST_HARNESS_CHANGED lists it. A module that only holds values

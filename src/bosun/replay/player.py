@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun.replay.script import Fault, Script, Turn
-from bosun.replay.toolmap import MapContext, ToolCall, ToolMapError, ToolSpec, map_actions
+from bosun.replay.toolmap import ToolCall, ToolMapError, ToolMapState, ToolSpec, map_actions
 
 # A toolless request whose system prompt talks about a title is a title/topic generator
 # (OpenCode's small_model call, Claude Code's topic detection), never the agent's conversation.
@@ -162,7 +162,7 @@ class Player:
         if not turn.needs_tools:
             return reply
         results = {str(r.get("id")): str(r.get("output") or "") for r in req.tool_results}
-        ctx = MapContext(root=self.request_root(req), results=results)
+        ctx = ToolMapState(root=self.request_root(req), results=results)
         try:
             prefix = f"call_{turn.index}" if conversation is None else f"call_c{conversation}_{turn.index}"
             reply.calls = map_actions(turn.actions, req.tools, ctx, prefix)

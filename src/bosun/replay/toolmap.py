@@ -80,39 +80,39 @@ class ToolMapError(Exception):
 
 
 @dataclass(frozen=True)
-class MapContext:
+class ToolMapState:
     root: Path | None = None
     results: Mapping[str, str] = field(default_factory=dict)  # call id -> tool output, sent back so far
 
 
 def map_actions(
-    actions: Sequence[Action], tools: Sequence[ToolSpec], ctx: MapContext, id_prefix: str
+    actions: Sequence[Action], tools: Sequence[ToolSpec], state: ToolMapState, id_prefix: str
 ) -> list[ToolCall]:
-    return [map_action(a, tools, ctx, f"{id_prefix}_{i}") for i, a in enumerate(actions)]
+    return [map_action(a, tools, state, f"{id_prefix}_{i}") for i, a in enumerate(actions)]
 
 
-def map_action(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_id: str) -> ToolCall:
+def map_action(action: Action, tools: Sequence[ToolSpec], state: ToolMapState, call_id: str) -> ToolCall:
     if action.kind == "call":
-        return _named_call(action, tools, ctx, call_id)
-    action = substitute_root(action, ctx.root)
+        return _named_call(action, tools, state, call_id)
+    action = substitute_root(action, state.root)
     tool = find_tool(action.kind, tools)
     if tool is None and action.kind in ("read", "list", "grep"):
         # Codex advertises no read/list/grep tool: the model would use the shell, and so do we.
         shell = find_tool("run", tools)
         if shell is not None:
-            via_shell = Action(kind="run", target=shell_fallback(action, ctx.root))
-            return dataclasses.replace(_build(via_shell, shell, ctx, call_id), action=action)
+            via_shell = Action(kind="run", target=shell_fallback(action, state.root))
+            return dataclasses.replace(_build(via_shell, shell, state, call_id), action=action)
     if tool is None and action.kind in ("edit", "write"):
         # Codex offers no patch tool to a model it has no metadata for; such a model patches through the
         # shell with `apply_patch <<'EOF'`, which Codex intercepts and applies as a file change.
         shell = find_tool("run", tools)
         if shell is not None and shell.name == "exec_command":
-            via_shell = Action(kind="run", target=shell_patch(action, ctx.root))
-            return dataclasses.replace(_build(via_shell, shell, ctx, call_id), action=action)
+            via_shell = Action(kind="run", target=shell_patch(action, state.root))
+            return dataclasses.replace(_build(via_shell, shell, state, call_id), action=action)
     if tool is None:
         names = ", ".join(t.name for t in tools) or "none"
         raise ToolMapError(f"no advertised tool fits action '{action.describe()}' (advertised: {names})")
-    return _build(action, tool, ctx, call_id)
+    return _build(action, tool, state, call_id)
 
 
 def find_tool(kind: str, tools: Iterable[ToolSpec]) -> ToolSpec | None:
@@ -161,20 +161,20 @@ def _patch_text(action: Action, root: Path | None) -> str:
     return codex_patch.write_patch(rel, action.content, current)
 
 
-def _build(action: Action, tool: ToolSpec, ctx: MapContext, call_id: str) -> ToolCall:
+def _build(action: Action, tool: ToolSpec, state: ToolMapState, call_id: str) -> ToolCall:
     if tool.name.casefold() == "apply_patch":
-        return _apply_patch_call(action, tool, ctx, call_id)
+        return _apply_patch_call(action, tool, state, call_id)
     if tool.kind == "custom":
         # A freeform tool takes the raw text: the command, the new content, or the path.
         text = action.content if action.kind == "write" else action.target
         return ToolCall(call_id, tool.name, "custom", input=text, action=action)
-    return ToolCall(call_id, tool.name, "function", arguments=_Args(tool, ctx).build(action), action=action)
+    return ToolCall(call_id, tool.name, "function", arguments=_Args(tool, state).build(action), action=action)
 
 
-def _apply_patch_call(action: Action, tool: ToolSpec, ctx: MapContext, call_id: str) -> ToolCall:
+def _apply_patch_call(action: Action, tool: ToolSpec, state: ToolMapState, call_id: str) -> ToolCall:
     if action.kind not in ("edit", "write"):
         raise ToolMapError(f"apply_patch cannot do '{action.describe()}'")
-    patch = _patch_text(action, ctx.root)
+    patch = _patch_text(action, state.root)
     if tool.kind == "custom":
         return ToolCall(call_id, tool.name, "custom", input=patch, action=action)
     props = _properties(tool.schema)
@@ -231,8 +231,8 @@ def pick_key(props: Mapping[str, Any], keys: Sequence[str]) -> str | None:
 class _Args:
     """Builds one tool's arguments from an action, following the tool's advertised schema."""
 
-    def __init__(self, tool: ToolSpec, ctx: MapContext) -> None:
-        self.tool, self.ctx = tool, ctx
+    def __init__(self, tool: ToolSpec, state: ToolMapState) -> None:
+        self.tool, self.state = tool, state
         self.props = _properties(tool.schema)
         self.args: dict[str, Any] = {}
 
@@ -304,7 +304,7 @@ class _Args:
         self.args[key] = self._resolve(path, key)
 
     def _resolve(self, path: str, key: str) -> str:
-        root = self.ctx.root
+        root = self.state.root
         if root is None:
             return path
         if self._wants_relative(key):
@@ -365,7 +365,7 @@ def result_object(text: str) -> Any:
         return json.JSONDecoder().raw_decode(text[start:])[0]
 
 
-def _named_call(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call_id: str) -> ToolCall:
+def _named_call(action: Action, tools: Sequence[ToolSpec], state: ToolMapState, call_id: str) -> ToolCall:
     """``call: NAME`` with ``args``; a string argument ``{result:CALL_ID.KEY}`` is KEY of the JSON
     object an earlier call returned (a run id a tool handed out, say)."""
     tool = next((t for t in tools if t.name == action.target), None)
@@ -386,7 +386,7 @@ def _named_call(action: Action, tools: Sequence[ToolSpec], ctx: MapContext, call
         if m is None:
             return value
         try:
-            return result_object(ctx.results[m.group(1)])[m.group(2)]
+            return result_object(state.results[m.group(1)])[m.group(2)]
         except (KeyError, ValueError, TypeError):
             raise ToolMapError(f"call {action.target}: no {m.group(2)!r} in the result of {m.group(1)}") from None
 

@@ -3,7 +3,7 @@
 Fills a fresh store (in a temp BOSUN_HOME) with synthetic runs that look like real ones: a title and a
 prompt of random words, data with usage, gates and verification, transitions, and for every 50th run
 a run directory (task.json, events.jsonl of 200 events, a 20 KB diff, gates.json, verification.json,
-metrics.json). Then it indexes the history (``bosun.history.refresh``, the same lazy refresh the CLI
+metrics.json). Then it indexes the history (``bosun.engine.history.refresh``, the same lazy refresh the CLI
 and the dashboard use) and times, in process through the ASGI app (starlette's TestClient: routing,
 the guard, HTML rendering, no network):
 
@@ -99,7 +99,7 @@ def fill(store: Any, count: int, seed: int, with_files_every: int = 50) -> list[
 
 
 def write_run_files(rid: str, rng: random.Random, run: dict[str, Any], state: str) -> None:
-    from bosun.paths import run_dir
+    from bosun.core.paths import run_dir
 
     rdir = run_dir(rid)
     rdir.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def timed(fn: Any, repeat: int) -> dict[str, float]:
 
 def bench_dash(home: Path, runs: int, repeat: int) -> dict[str, Any]:
     os.environ["BOSUN_HOME"] = str(home)
-    from bosun.history import refresh
+    from bosun.engine.history import refresh
     from bosun.store.db import open_store
 
     store = open_store()
@@ -190,7 +190,7 @@ def bench_dash(home: Path, runs: int, repeat: int) -> dict[str, Any]:
 
 def bench_history(home: Path, runs: int, repeat: int) -> dict[str, Any]:
     os.environ["BOSUN_HOME"] = str(home)
-    from bosun.history import refresh, search
+    from bosun.engine.history import refresh, search
     from bosun.store.db import open_store
     from bosun.store.history import RunFilter
 

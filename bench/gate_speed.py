@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
-from bosun.changes import FileChange
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange
+from bosun.core.contract import TaskContract
 from bosun.gates.context import GateInputs
 from bosun.gates.testharness import check_test_harness
 from bosun.gates.tests_weakened import check_tests_weakened

@@ -240,8 +240,8 @@ def time_delegate(repo: Path, task: Path, profile: str, env: dict[str, str], lef
 def time_imports(env: dict[str, str], runs: int = 7) -> float:
     """A fresh interpreter importing every module a delegate loads (the CLI's fixed cost)."""
     code = (
-        "import bosun.cli.main, bosun.cli.handlers, bosun.contract, bosun.engine.lifecycle, "
-        "bosun.engine.attempts, bosun.engine.gating, bosun.gates, bosun.engine.run_report, bosun.verification, "
+        "import bosun.cli.main, bosun.cli.handlers, bosun.core.contract, bosun.engine.lifecycle, "
+        "bosun.engine.attempts, bosun.engine.gating, bosun.gates, bosun.engine.run_report, bosun.engine.verify_commands, "
         "bosun.workers.command, bosun.isolation.worktree, bosun.isolation.guard, bosun.engine.routing"
     )
     times = []
@@ -314,7 +314,7 @@ class Probe:
 
 # (module, attribute path, label): phases, then what they spend their time in (indented).
 PROBES = (
-    ("bosun.contract", "load_contract", "load task contract"),
+    ("bosun.core.contract", "load_contract", "load task contract"),
     ("bosun.engine.lifecycle", "prepare", "prepare (phase)"),
     ("bosun.isolation.worktree", "create_worktree", "  create_worktree"),
     ("bosun.isolation.change", "create_view", "  create_view (bosun's own git dir)"),
@@ -328,12 +328,12 @@ PROBES = (
     ("bosun.isolation.change", "read_change", "  scan (bosun's view: the change as a tree)"),
     ("bosun.isolation.change", "materialize", "  materialize (worktree = exactly that tree)"),
     ("bosun.isolation.change", "tree_diff", "  tree_diff (diff of the verified tree)"),
-    ("bosun.verification", "run_verification", "  verify commands"),
+    ("bosun.engine.verify_commands", "run_verification", "  verify commands"),
     ("bosun.engine.gating", "evaluate", "  gates (evaluate)"),
     ("bosun.gates", "run_gates", "    run_gates"),
     ("bosun.engine.lifecycle", "_safe_report", "report (phase)"),
-    ("bosun.metrics", "count_tokens", "  count_tokens (incl. tokenizer load)"),
-    ("bosun.metrics", "_encoder", "    tokenizer load"),
+    ("bosun.engine.metrics", "count_tokens", "  count_tokens (incl. tokenizer load)"),
+    ("bosun.engine.metrics", "_encoder", "    tokenizer load"),
     ("bosun.engine.record", "write_doc", "record files (write_doc)"),
 )
 STORE_WRITES = ("insert_run", "update_run", "merge_data", "transition", "start_attempt", "finish_attempt")
@@ -362,9 +362,8 @@ def install_probes(probe: Probe) -> None:
 
 def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) -> dict[str, dict[str, float]]:
     """In-process delegates under probes; per label the median (calls, seconds) across ``reps``."""
-    import bosun.contract as contract_mod
-    from bosun import metrics
-    from bosun.engine import lifecycle
+    import bosun.core.contract as contract_mod
+    from bosun.engine import lifecycle, metrics
     from bosun.engine.context import Ctx
     from bosun.store.db import open_store
 

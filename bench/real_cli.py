@@ -144,15 +144,15 @@ PROBES = [
     ("bosun.isolation.lingering", "stop_lingering", "verify: lingering scan"),
     ("bosun.engine.lifecycle", "read_run_change", "verify: scan"),
     ("bosun.engine.verifying", "verify_change", "verify: verify_change"),
-    ("bosun.verification", "run_verification", "verify: commands"),
+    ("bosun.engine.verify_commands", "run_verification", "verify: commands"),
     ("bosun.engine.verifying", "gates_for_tree", "verify: gates"),
     ("bosun.engine.lifecycle", "approve", "approve"),
     ("bosun.engine.lifecycle", "integrate", "integrate"),
     ("bosun.engine.lifecycle", "report", "report"),
     ("bosun.engine.run_report", "write_report", "report: write"),
-    ("bosun.metrics", "count_tokens", "report: tokens"),
+    ("bosun.engine.metrics", "count_tokens", "report: tokens"),
     ("bosun.engine.teardown", "cleanup", "cleanup"),
-    ("bosun.notify", "notify_run", "notify"),
+    ("bosun.engine.notify", "notify_run", "notify"),
 ]
 
 

@@ -109,7 +109,7 @@ def measure(path: list[str]) -> dict[str, Any]:
     by_layer = Counter(LAYERS[layer_of(m)][0] for m in ran)
     # The same path through the layers only: the leaves (the base layer and proc, which every layer
     # calls and which call nothing back) left out, and consecutive steps in one layer merged.
-    leaves = {RANK["errors"], RANK["proc"]}
+    leaves = {RANK["core"], RANK["proc"]}
     layered = [layer_of(x) for x in path if layer_of(x) not in leaves]
     layered = [r for i, r in enumerate(layered) if i == 0 or layered[i - 1] != r]
     layer_climbs = sum(1 for a, b in zip(layered, layered[1:], strict=False) if b < a)

@@ -12,7 +12,7 @@ import sys
 
 
 def main() -> int:
-    from bosun.warm_client import run
+    from bosun.core.warm_client import run
 
     code = run(sys.argv[1:])
     if code is not None:

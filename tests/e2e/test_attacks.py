@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from bosun import paths
+from bosun.core import paths
 from tests.conftest import ROOT, task_yaml, user_state
 
 

@@ -50,7 +50,7 @@ def test_sigkill_during_work_then_recover_completes(repo, task_file, isolated_ho
 
 
 def test_recover_without_a_diff_goes_back_to_prepared(cli, repo, task_file):
-    from bosun.contract import load_contract
+    from bosun.core.contract import load_contract
     from bosun.engine.context import Ctx
     from bosun.engine.lifecycle import prepare
     from bosun.store.db import open_store

@@ -195,7 +195,7 @@ def test_edits_after_verification_never_land(cli, repo, task_file):
 
 def test_approve_refuses_records_rewritten_after_verification(cli, repo, tmp_path):
     """gates.json is a report, not the authority: approve recomputes the gates from the verified tree."""
-    from bosun import paths
+    from bosun.core import paths
 
     task = task_yaml(tmp_path / "t.json")
     code, res = delegate(cli, repo, task, "--profile", "edit_locked")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bosun import config
-from bosun.contract import load_contract
+from bosun.core import config
+from bosun.core.contract import load_contract
 from bosun.engine import context
 from bosun.engine.context import Ctx
 from bosun.engine.delegation import delegate

@@ -288,7 +288,7 @@ def test_the_template_names_only_real_commands_and_passes_check(cli, repo, tmp_p
     import re
 
     from bosun.cli.main import build_parser
-    from bosun.contract_template import TEMPLATE
+    from bosun.core.contract_template import TEMPLATE
 
     verbs = set(next(a for a in build_parser()._actions if a.dest == "command").choices)
     for cmd in re.findall(r"`bosun (\w[\w-]*)", TEMPLATE):

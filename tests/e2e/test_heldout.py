@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bosun import paths
+from bosun.core import paths
 from tests.conftest import git, task_yaml, user_state
 from tests.e2e.test_attacks import delegate
 

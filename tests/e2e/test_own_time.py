@@ -10,8 +10,9 @@ import subprocess
 import sys
 import threading
 
-from bosun import metrics, proc, quick_exit
-from bosun.engine import delegation, lifecycle, record
+from bosun import proc
+from bosun.core import quick_exit
+from bosun.engine import delegation, lifecycle, metrics, record
 from bosun.isolation.blobs import BlobReader
 from tests.conftest import ROOT
 
@@ -92,7 +93,7 @@ def test_the_gates_are_not_loaded_before_the_worker_starts(repo, task_file, tmp_
 
 
 def test_on_worker_start_runs_once_the_worker_process_exists(repo, task_file):
-    from bosun.contract import load_contract
+    from bosun.core.contract import load_contract
     from bosun.engine.attempts import run_attempts
     from bosun.engine.context import Ctx
     from bosun.store.db import open_store
@@ -119,7 +120,7 @@ def test_a_delegating_process_exits_without_the_final_collection(cli, repo, task
 def test_skip_final_collection_freezes_at_exit_only():
     code = ("import atexit, gc\n"
             "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
-            "from bosun.quick_exit import skip_final_collection\n"
+            "from bosun.core.quick_exit import skip_final_collection\n"
             "skip_final_collection(); skip_final_collection()\n"
             "print('before exit', gc.get_freeze_count() > 0)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bosun import paths
+from bosun.core import paths
 from tests.conftest import task_yaml
 
 

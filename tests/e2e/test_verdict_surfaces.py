@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bosun import paths
+from bosun.core import paths
 from bosun.engine.verdict import one_line
 from tests.conftest import task_yaml
 from tests.e2e.mcp_support import call, with_session

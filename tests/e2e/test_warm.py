@@ -79,8 +79,8 @@ def test_a_delegation_runs_in_the_warm_process_and_ends_as_the_ordinary_one(warm
         done = bosun("delegate", str(task_file), "--profile", "lineage", "--json", cwd=repo, warm=mode)
         assert done.returncode == 0, done.stdout + done.stderr
         runs[mode] = json.loads(done.stdout)
-    assert "bosun.warm_server" in parent_of_worker(runs[True])
-    assert "bosun.warm_server" not in parent_of_worker(runs[False])
+    assert "bosun.cli.warm_server" in parent_of_worker(runs[True])
+    assert "bosun.cli.warm_server" not in parent_of_worker(runs[False])
     assert comparable(runs[True]) == comparable(runs[False])
     assert runs[True]["state"] == "verified"
 
@@ -165,7 +165,7 @@ def test_a_changed_bosun_on_disk_is_never_run_warm(isolated_home, repo, task_fil
                                    "--json"], env=env, capture_output=True, text=True, timeout=60)
 
         assert check().returncode == 0
-        contract = src / "bosun" / "contract.py"
+        contract = src / "bosun" / "core" / "contract.py"
         contract.write_text(contract.read_text() + "\n# changed\n")
         assert check().returncode == 0  # run the ordinary way, with the changed code
         deadline = time.monotonic() + 10

@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+from bosun.apps.watch import watch
 from bosun.store.db import open_store
-from bosun.watch import watch
 
 NOTIFIER = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(sys.stdin.read())"
 

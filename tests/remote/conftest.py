@@ -28,7 +28,7 @@ def nats_server_binary() -> str:
     """The server the product itself would start. Missing (a plain `pytest` without the `remote` extra):
     the test is skipped with the install hint; in CI (BOSUN_REQUIRE_CLIS=1) it fails instead."""
     from bosun.cli.remote_demo import nats_server_binary as product_binary
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
 
     try:
         pytest.importorskip("nats", reason="nats-py is not installed: pip install 'bosun[remote]'")

@@ -23,7 +23,7 @@ def task_msg(**over: Any) -> dict[str, Any]:
 def test_a_task_message_round_trips_and_bad_ids_are_refused():
     msg = P.TaskMsg.decode(json.dumps(task_msg()).encode())
     assert P.TaskMsg.decode(msg.encode()) == msg
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
 
     with pytest.raises(BadInput):
         P.TaskMsg.decode(json.dumps(task_msg(task_id="a.b")).encode())  # a subject wildcard level
@@ -39,7 +39,7 @@ def test_backoff_doubles_from_ack_wait_and_is_capped():
 
 
 def test_remote_in_config_defines_the_remote_profile(tmp_path):
-    from bosun.config import Settings
+    from bosun.core.config import Settings
 
     s = Settings.model_validate({"remote": "nats://hub:4222"})
     prof = s.profile("remote")

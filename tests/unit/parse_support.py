@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bosun import proc
-from bosun.config import Profile
-from bosun.contract import TaskContract
+from bosun.core.config import Profile
+from bosun.core.contract import TaskContract
 from bosun.engine.attempts import mode_permissions
 from bosun.workers.base import Usage, WorkerContext, WorkerResult
 from bosun.workers.cli_base import finish_result

@@ -209,7 +209,7 @@ def test_denied_commands_inside_chains_and_by_path(tmp_path):
 
 
 def test_the_engine_hands_the_mode_over():
-    from bosun.contract import TaskContract
+    from bosun.core.contract import TaskContract
 
     test = mode_permissions(TaskContract(title="t", prompt="p", mode="test", verify=["make check"]))
     assert (test.edit, test.shell, test.commands, test.mode) == (False, True, ("make check",), "test")

@@ -108,7 +108,7 @@ def test_only_reading_command_lines_skip_the_final_collections(argv, skips):
 
 
 def test_a_read_registers_the_quick_exit_and_still_prints_everything(tmp_path):
-    code = ("import sys; from bosun.cli.main import main; from bosun import quick_exit\n"
+    code = ("import sys; from bosun.cli.main import main; from bosun.core import quick_exit\n"
             "rc = main(['list', '--json']); sys.stderr.write(str(quick_exit.registered())); sys.exit(rc)")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_HOME": str(tmp_path / "home")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.config import load_settings
-from bosun.errors import BadInput
+from bosun.core.config import load_settings
+from bosun.core.errors import BadInput
 
 
 def test_precedence_cli_env_repo_user(tmp_path, monkeypatch):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.contract import contract_from_mapping, json_schema, load_contract, parse_mapping
-from bosun.contract_template import TEMPLATE
-from bosun.errors import BadInput
+from bosun.core.contract import contract_from_mapping, json_schema, load_contract, parse_mapping
+from bosun.core.contract_template import TEMPLATE
+from bosun.core.errors import BadInput
 
 
 def test_template_is_valid_and_verify_strings_are_split_not_shelled():
@@ -51,7 +51,7 @@ def test_missing_file():
 
 def test_the_shipped_schema_is_the_models():
     # `bosun schema` prints the file without loading pydantic; after a change to the contract's
-    # models, regenerate it: python -c "import json; from bosun.contract import json_schema;
+    # models, regenerate it: python -c "import json; from bosun.core.contract import json_schema;
     # open('src/bosun/task_contract.schema.json', 'w').write(json.dumps(json_schema(), indent=2) + '\\n')"
     import json
     from pathlib import Path

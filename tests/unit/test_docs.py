@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bosun.cli.main import build_parser
-from bosun.config import Budget, Notify, Profile, Settings
+from bosun.core.config import Budget, Notify, Profile, Settings
 from bosun.gates import ENGINE_GATE_CODES, GATE_CODES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bosun.adapters import ADAPTERS, NAMES
-from bosun.config import Profile
-from bosun.errors import BadInput
+from bosun.core.adapters import ADAPTERS, NAMES
+from bosun.core.config import Profile
+from bosun.core.errors import BadInput
 from bosun.workers.registry import get_worker
 
 WORKERS_MD = Path(__file__).resolve().parents[2] / "docs" / "workers.md"

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bosun import effort
-from bosun.adapters import NAMES, effort_levels
-from bosun.config import Profile
+from bosun.core import effort
+from bosun.core.adapters import NAMES, effort_levels
+from bosun.core.config import Profile
 from bosun.workers.registry import effort_args
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bosun.changes import FileChange, GateResult
-from bosun.config import ALWAYS_LOCKED
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange, GateResult
+from bosun.core.config import ALWAYS_LOCKED
+from bosun.core.contract import TaskContract
 from bosun.gates import GATE_CODES, GateInputs, run_gates
 from bosun.gates import runner as gate_runner
 from bosun.gates.binary import check_binary, check_symlinks

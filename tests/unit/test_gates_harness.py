@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from bosun.changes import FileChange
-from bosun.config import ALWAYS_LOCKED
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange
+from bosun.core.config import ALWAYS_LOCKED
+from bosun.core.contract import TaskContract
+from bosun.core.globs import match_any
 from bosun.gates import GATE_CODES, GateInputs, run_gates
 from bosun.gates.binary import check_binary
 from bosun.gates.entrypoints import check_entry_points
@@ -21,7 +22,6 @@ from bosun.gates.paths import check_locked
 from bosun.gates.shadowing import check_shadowing, shadowable
 from bosun.gates.size import check_deletion
 from bosun.gates.testconfig import ANY_ENV, tox_selected_envs
-from bosun.globs import match_any
 
 
 class Tree:

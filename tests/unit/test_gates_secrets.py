@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bosun.changes import FileChange
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange
+from bosun.core.contract import TaskContract
 from bosun.gates import GateInputs
 from bosun.gates.secrets import check_secrets, scan_line
 
@@ -204,7 +204,7 @@ def test_ordinary_concatenation_is_not_a_secret() -> None:
 # -- the cheap first look never hides a secret --------------------------------------------------------
 
 def _patterns():
-    from bosun.secretscan import _rx
+    from bosun.core.secretscan import _rx
 
     rx = _rx()
     return [*rx.token_formats, ("assignment", rx.assignment)]
@@ -212,7 +212,7 @@ def _patterns():
 
 @pytest.mark.parametrize(("kind", "pattern"), _patterns(), ids=lambda v: v if isinstance(v, str) else "")
 def test_every_text_a_pattern_matches_passes_the_first_look(kind, pattern):
-    from bosun.secretscan import may_hold_secret
+    from bosun.core.secretscan import may_hold_secret
 
     @settings(max_examples=100, deadline=None)
     @given(st.from_regex(pattern))
@@ -223,7 +223,7 @@ def test_every_text_a_pattern_matches_passes_the_first_look(kind, pattern):
 
 
 def test_a_key_written_with_lookalike_letters_is_still_found():
-    from bosun.secretscan import redact_line
+    from bosun.core.secretscan import redact_line
 
     # U+212A KELVIN SIGN reads as "K" to a case-insensitive pattern: the first look must not skip it.
     assert "[REDACTED" in redact_line('API_\u212aEY = "q8Zr2mWx7Lp4Tn9Vb3Kc"')

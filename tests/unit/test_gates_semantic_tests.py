@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
 from bosun.gates.testharness import check_test_harness
 from bosun.gates.tests_weakened import check_tests_weakened
 from tests.unit.test_gates_checks import Change

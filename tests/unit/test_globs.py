@@ -1,4 +1,4 @@
-"""bosun.globs: the glob dialect of scope, locked paths and the always-locked defaults."""
+"""bosun.core.globs: the glob dialect of scope, locked paths and the always-locked defaults."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bosun.config import ALWAYS_LOCKED
-from bosun.globs import match, match_any
+from bosun.core.config import ALWAYS_LOCKED
+from bosun.core.globs import match, match_any
 
 # Names built from letters, digits and a few punctuation marks; "." and ".." are not file names.
 NAME = st.text(alphabet="abcXYZ019._-", min_size=1, max_size=8).filter(lambda s: s not in (".", ".."))

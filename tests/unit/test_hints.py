@@ -121,7 +121,7 @@ def said() -> Iterator[Said]:
 
 def constructed() -> Iterator[Said]:
     """The errors whose own class supplies the hint."""
-    from bosun.errors import Problem, ProblemsFound
+    from bosun.core.errors import Problem, ProblemsFound
     from bosun.isolation.git import GitError
     from bosun.sandbox import SandboxFailed
 

@@ -71,7 +71,7 @@ def test_sql_runs_only_in_the_store():
         lines = [line for _, attr, line in _calls(tree) if attr in SQL_CALLS]
         imports = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
                    and any(a.name == "sqlite3" for a in n.names) or (isinstance(n, ast.ImportFrom) and n.module == "sqlite3")]
-        if rel == "lean_imports.py":
+        if rel == "core/lean_imports.py":
             imports = []  # imports sqlite3 early, lean, for the store's speed: no SQL
         if lines or imports:
             outside[rel] = sorted(lines + imports)

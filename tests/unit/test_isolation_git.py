@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bosun import proc
-from bosun.errors import BadInput
+from bosun.core.errors import BadInput
 from bosun.isolation.git import (
     GitError,
     current_branch,

@@ -7,25 +7,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import bosun
 from tests.conftest import ROOT
 
 SRC = ROOT / "src" / "bosun"
 
-# Highest first. A module may import its own layer or any layer below it, never one above.
-# The unit of a module is its package under bosun (``engine``) or, for a top-level module, its name.
-LAYERS: list[tuple[str, set[str]]] = [
-    ("entry", {"__main__", "cli", "warm_server", "launch"}),
-    ("apps", {"mcp", "web", "doctor", "models", "skills", "savings", "savings_report", "watch", "replay"}),
-    ("plans", {"plans"}),
-    ("engine", {"engine", "history", "notify", "metrics", "results", "verification", "parents"}),
-    ("workers", {"workers", "remote"}),
-    ("store/isolation", {"store", "isolation"}),
-    ("proc", {"proc"}),
-    ("base", {"__init__", "adapters", "errors", "paths", "fileio", "config", "contract", "globs", "changes", "redaction",
-              "contract_template", "lean_imports", "effort", "states", "plan_states", "secretscan", "result_types", "gates", "sandbox",
-              "worktree_config", "quick_exit", "settings_cache", "warm_client"}),
-]
+# Highest first, as the package declares them (bosun/__init__.py): each layer is a set of folders.
+# The unit of a module is its folder under bosun (``engine``); only the entry points and proc are loose.
+LAYERS: list[tuple[str, set[str]]] = [(name, set(units)) for name, units in bosun.LAYERS]
 RANK = {unit: n for n, (_, units) in enumerate(LAYERS) for unit in units}
+LOOSE = {"__init__", "__main__", "launch", "proc"}
 
 
 def modules() -> dict[str, Path]:
@@ -74,6 +65,21 @@ def unit(module: str) -> str:
 
 def test_every_package_and_top_level_module_has_a_layer():
     assert {unit(m) for m in modules()} <= set(RANK), sorted({unit(m) for m in modules()} - set(RANK))
+
+
+def test_the_folders_are_the_layers():
+    loose = {p.stem for p in SRC.glob("*.py")}
+    assert loose == LOOSE, f"move {sorted(loose - LOOSE)} into the folder of its layer (bosun/__init__.py: LAYERS)"
+    folders = {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()}
+    assert folders | LOOSE == set(RANK), sorted(set(RANK) ^ (folders | LOOSE))
+    assert len(RANK) == sum(len(units) for _, units in LAYERS)  # a folder is in exactly one layer
+
+
+def test_the_architecture_doc_names_the_layers_in_order():
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    line = next(ln for ln in doc.splitlines() if ln.startswith("Layers, highest first:"))
+    assert [part.split(" (")[0].strip() for part in line.split(":", 1)[1].rstrip(".").split(" -> ")] == [
+        name for name, _ in LAYERS]
 
 
 def test_no_import_runs_up_a_layer():

@@ -47,15 +47,15 @@ def test_the_real_modules_serve_every_later_import():
 
 PYDANTIC_CHECK = r"""
 import sys
-from bosun.contract import TaskContract, load_contract
-from bosun.config import Settings
+from bosun.core.contract import TaskContract, load_contract
+from bosun.core.config import Settings
 assert TaskContract.model_validate({"title": "t", "prompt": "p"}).title == "t"
 Settings.model_validate({})
 left = [m for m in ("importlib.metadata", "email", "zipfile", "csv") if m in sys.modules]
 assert not left, left
 import pydantic.plugin._loader as loader
 assert list(loader.get_plugins()) == []
-from bosun.lean_imports import _NoPydanticPlugins
+from bosun.core.lean_imports import _NoPydanticPlugins
 assert not any(isinstance(f, _NoPydanticPlugins) for f in sys.meta_path)  # it leaves once it has served
 
 import importlib.metadata  # the real one, for whoever wants it later
@@ -77,7 +77,7 @@ def test_a_pydantic_imported_before_bosun_is_left_as_it_was():
             "class A(BaseModel):\n    x: int = 0\n"
             "import pydantic.plugin._loader as loader\n"
             "before = loader._plugins\n"
-            "import bosun.contract\n"
+            "import bosun.core.contract\n"
             "assert loader._plugins is before, (loader._plugins, before)\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT / "src")},

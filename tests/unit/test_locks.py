@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
+from bosun.core.errors import Busy
+from bosun.core.paths import ensure_home
 from bosun.engine import locks
-from bosun.errors import Busy
-from bosun.paths import ensure_home
 
 
 def test_lock_refuses_a_live_owner_and_reclaims_a_dead_one(tmp_path):
@@ -71,7 +71,7 @@ def test_a_lock_file_is_a_format_versioned_document():
 
 
 def test_the_model_catalog_cache_is_a_format_versioned_document(tmp_path, monkeypatch):
-    from bosun import models
+    from bosun.apps import models
 
     monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "cache"))
     models._write_cache("k", ["m1"])

@@ -6,7 +6,7 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
-from bosun.config import Prices
+from bosun.core.config import Prices
 from bosun.parents import meter
 from bosun.parents.sessionlogs import claude_slug, claude_usage, codex_usage
 

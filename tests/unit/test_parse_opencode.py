@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from bosun import proc
-from bosun.config import Profile
-from bosun.contract import TaskContract
+from bosun.core.config import Profile
+from bosun.core.contract import TaskContract
 from bosun.engine.attempts import mode_permissions
 from bosun.workers.base import ErrorClass, WorkerContext
 from bosun.workers.classify import classify_http

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from bosun import proc
-from bosun.config import Profile
-from bosun.contract import TaskContract
+from bosun.core.config import Profile
+from bosun.core.contract import TaskContract
 from bosun.workers.base import ErrorClass, WorkerContext
 from bosun.workers.cli_base import finish_result
 from bosun.workers.pi import (

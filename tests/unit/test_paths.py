@@ -5,7 +5,7 @@ from __future__ import annotations
 import platformdirs
 import pytest
 
-from bosun.paths import bosun_home
+from bosun.core.paths import bosun_home
 
 
 @pytest.mark.parametrize("xdg", [None, "", "/tmp/xdg-state"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.errors import BadInput
-from bosun.plan_states import PLAN_TRANSITIONS, check_plan_transition
+from bosun.core.errors import BadInput
+from bosun.core.plan_states import PLAN_TRANSITIONS, check_plan_transition
 from bosun.plans.model import load_plan_file, parse_plan
 
 
@@ -101,7 +101,7 @@ def test_plan_state_table():
     check_plan_transition("paused", "running")
     for terminal in ("succeeded", "aborted"):
         assert PLAN_TRANSITIONS[terminal] == frozenset()
-    from bosun.errors import InvalidTransition
+    from bosun.core.errors import InvalidTransition
 
     with pytest.raises(InvalidTransition):
         check_plan_transition("succeeded", "running")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bosun import globs
+from bosun.core import globs
 from bosun.plans.model import parse_plan
 from bosun.plans.validate import check_plan, find_cycle, glob_overlap
 

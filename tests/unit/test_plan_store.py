@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.errors import InvalidTransition, NotFound
+from bosun.core.errors import InvalidTransition, NotFound
 from bosun.store.db import Store
 from bosun.store.plans import PlanStore
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from bosun.errors import Busy
+from bosun.core.errors import Busy
 from bosun.isolation.ports import allocate, release
 from bosun.store.db import open_store
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.errors import BadInput
-from bosun.redaction import contains_secret, redact, refuse_secret_in_task, register_key_names
+from bosun.core.errors import BadInput
+from bosun.core.redaction import contains_secret, redact, refuse_secret_in_task, register_key_names
 
 ANTHROPIC = "sk-ant-" + "api03-AbCdEfGhIjKlMnOpQrStUvWx0123456789"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.results import current_error
+from bosun.engine.results import current_error
 
 ERR = {"code": "GATES_FAILED", "message": "rejected by LOCKED_PATH_CHANGED", "hint": ""}
 

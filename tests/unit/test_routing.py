@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from bosun.config import Settings
-from bosun.contract import contract_from_mapping
+from bosun.core.config import Settings
+from bosun.core.contract import contract_from_mapping
+from bosun.core.errors import BadInput
 from bosun.engine.routing import choose_profile, derive_difficulty
-from bosun.errors import BadInput
 
 
 def settings(**profiles) -> Settings:

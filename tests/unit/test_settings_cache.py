@@ -19,7 +19,7 @@ from tests.conftest import ROOT, make_repo
 
 # What a read of cached settings must not import: the validation itself, and the heavier stdlib
 # modules the fast CLI paths already avoid.
-HEAVY = {"pydantic", "bosun.config", "typing", "dataclasses", "inspect", "subprocess", "threading",
+HEAVY = {"pydantic", "bosun.core.config", "typing", "dataclasses", "inspect", "subprocess", "threading",
          "platformdirs", "hashlib", "shutil", "yaml", "httpx", "rich"}
 
 PROFILES = """
@@ -71,7 +71,7 @@ def setup(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "cache"))
     repo = make_repo(tmp_path / "repo", with_config=False)
     (repo / "bosun.toml").write_text(PROFILES)
-    from bosun.lean_imports import sha256
+    from bosun.core.lean_imports import sha256
 
     key = sha256(json.dumps(["opencode models", ""]).encode()).hexdigest()[:24]
     catalog = tmp_path / "cache" / "models" / f"{key}.json"
@@ -155,8 +155,8 @@ def test_the_environment_and_the_user_config_are_inputs_too(setup: Path, tmp_pat
 def test_a_broken_config_fails_as_it_always_did(setup: Path, args: list[str], edit: str, code: str, words: str,
                                                 monkeypatch: pytest.MonkeyPatch):
     assert bosun(setup, *args)[0].returncode == 0  # the cache holds the good config
-    from bosun.config import load_settings
-    from bosun.errors import BadInput
+    from bosun.core.config import load_settings
+    from bosun.core.errors import BadInput
 
     (setup / "bosun.toml").write_text(PROFILES.replace(edit, code))
     monkeypatch.chdir(setup)
@@ -172,7 +172,7 @@ def test_a_broken_config_fails_as_it_always_did(setup: Path, args: list[str], ed
 
 
 def test_savings_reads_the_store_alone_and_sums_as_before(setup: Path):
-    from bosun.savings import totals
+    from bosun.apps.savings import totals
     from bosun.store.db import open_store
 
     out, modules = bosun(setup, "savings", "--json")
@@ -185,8 +185,8 @@ def test_savings_reads_the_store_alone_and_sums_as_before(setup: Path):
 
 
 def test_only_the_showing_verbs_store_and_never_command_line_overrides(repo: Path, isolated_home: Path):
-    from bosun.config import load_settings
-    from bosun.settings_cache import cached_settings
+    from bosun.core.config import load_settings
+    from bosun.core.settings_cache import cached_settings
 
     load_settings(repo)  # every other command: bosun's home stays as it was
     load_settings(repo, {"max_concurrent_runs": 2}, keep=True)
@@ -200,8 +200,8 @@ def test_only_the_showing_verbs_store_and_never_command_line_overrides(repo: Pat
 
 
 def test_a_cache_written_for_other_code_is_a_miss(repo: Path, isolated_home: Path):
-    from bosun import settings_cache
-    from bosun.config import load_settings
+    from bosun.core import settings_cache
+    from bosun.core.config import load_settings
 
     load_settings(repo, keep=True)
     (entry,) = (isolated_home / "settings-cache").glob("*.json")
@@ -218,7 +218,7 @@ def test_a_cache_written_for_other_code_is_a_miss(repo: Path, isolated_home: Pat
 
 
 def test_another_pydantic_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from bosun import settings_cache
+    from bosun.core import settings_cache
 
     contents = [(p, settings_cache.read_config(p)) for p in settings_cache.config_files(repo)]
     before = settings_cache.cache_key(contents, {})
@@ -234,7 +234,7 @@ def test_another_pydantic_is_a_miss(repo: Path, tmp_path: Path, monkeypatch: pyt
 def test_the_config_and_cache_paths_are_platformdirs_own(env: dict[str, str], monkeypatch: pytest.MonkeyPatch):
     import platformdirs
 
-    from bosun import paths
+    from bosun.core import paths
 
     for key in ("BOSUN_CONFIG", "BOSUN_CACHE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(key, raising=False)
@@ -245,7 +245,7 @@ def test_the_config_and_cache_paths_are_platformdirs_own(env: dict[str, str], mo
 
 
 def test_repo_root_answers_as_git_does_spawned_or_through_subprocess(repo: Path, tmp_path: Path):
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
     from bosun.isolation.git import git, repo_root, spawn_git
 
     def toplevel(path: Path) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bosun.errors import BadInput, NotFound
+from bosun.core.errors import BadInput, NotFound
 from bosun.skills import install as si
 from bosun.skills.playbook import frontmatter_problems, parse_frontmatter
 from tests.conftest import make_repo

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bosun import states
-from bosun.errors import InvalidTransition
+from bosun.core import states
+from bosun.core.errors import InvalidTransition
 
 state = st.sampled_from(states.STATES)
 

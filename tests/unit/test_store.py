@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from bosun.errors import InvalidTransition, NotFound
+from bosun.core.errors import InvalidTransition, NotFound
 from bosun.store.db import Store
 
 
@@ -96,7 +96,7 @@ def test_a_run_data_key_is_declared_before_it_is_written(tmp_path):
 
 
 def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):
-    from bosun.config import Settings
+    from bosun.core.config import Settings
     from bosun.engine.lifecycle import active_cap
 
     store = Store(tmp_path / "b.db")

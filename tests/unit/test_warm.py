@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bosun import warm_client
-from bosun.warm_server import Refused, Server, _check_store_writable, _well_formed, changed_modules
+from bosun.cli.warm_server import Refused, Server, _check_store_writable, _well_formed, changed_modules
+from bosun.core import warm_client
 
 
 def test_only_validating_verbs_go_warm_and_bosun_warm_0_keeps_them_here(monkeypatch):
@@ -115,7 +115,7 @@ def test_asking_the_warm_process_loads_nothing_heavy(tmp_path):
     home.mkdir()
     (home / "bosun.db").write_bytes(b"")
     (tmp_path / "run" / "bosun").mkdir(parents=True, mode=0o700)
-    code = ("import sys, json; import bosun.warm_client as w; w.run(['check', 't.yaml']); "
+    code = ("import sys, json; import bosun.core.warm_client as w; w.run(['check', 't.yaml']); "
             "print(json.dumps(sorted(sys.modules)))")
     env = {**os.environ, "BOSUN_HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
     env.pop("BOSUN_WARM", None)
@@ -131,7 +131,7 @@ def test_a_copy_that_has_reported_lets_go_of_the_callers_pipes_before_it_ends():
     their end is not kept waiting while the copy's interpreter shuts down (here: while it sleeps)."""
     import select
 
-    from bosun.warm_server import _release_streams
+    from bosun.cli.warm_server import _release_streams
 
     read_end, write_end = os.pipe()
     child = os.fork()

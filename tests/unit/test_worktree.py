@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bosun import proc
-from bosun.changes import FileChange
-from bosun.errors import BadInput, Conflict
+from bosun.core.changes import FileChange
+from bosun.core.errors import BadInput, Conflict
 from bosun.isolation.change import View, create_view, read_change
 from bosun.isolation.snapshot import user_state
 from bosun.isolation.worktree import (

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bosun.contract import TaskContract
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BosunError
 from bosun.engine.context import Ctx
 from bosun.engine.delegation import delegate
-from bosun.errors import BosunError
 from bosun.store.db import open_store
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from bosun.core.errors import BosunError
+from bosun.core.paths import run_dir
 from bosun.engine.budget import BudgetExceeded, month_start
 from bosun.engine.context import Ctx
 from bosun.engine.delegation import delegate
-from bosun.errors import BosunError
-from bosun.paths import run_dir
 from bosun.store.db import open_store
 from tests.conftest import git, task_yaml
 from tests.web.support import contract

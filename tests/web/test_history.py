@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bosun.history import refresh, search
-from bosun.savings_report import card_svg, report, wall_clock
+from bosun.apps.savings_report import card_svg, report, wall_clock
+from bosun.engine.history import refresh, search
 from bosun.store.db import open_store
 from bosun.store.history import RunFilter, fts_query
 from tests.web.support import delegated

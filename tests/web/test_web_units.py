@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bosun.savings_report import card_svg, totals
+from bosun.apps.savings_report import card_svg, totals
 from bosun.web.highlight import highlight_code, highlight_diff
 from bosun.web.svg import bar_chart, plan_graph
 

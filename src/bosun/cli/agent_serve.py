@@ -61,7 +61,7 @@ def log(text: str) -> None:
 
 class Agent:
     def __init__(self, cfg: AgentConfig) -> None:
-        from bosun import paths
+        from bosun.core import paths
 
         self.cfg = cfg
         self.cache = cfg.cache or paths.bosun_home() / "agent" / cfg.name / "repos"
@@ -231,10 +231,10 @@ class Agent:
 
     def run_local(self, run: Running, repo: Path) -> tuple[P.Outcome, bytes]:
         """The worker step through the ordinary engine, in this thread (it blocks)."""
-        from bosun.contract import TaskContract
+        from bosun.core.contract import TaskContract
+        from bosun.core.errors import BosunError
         from bosun.engine import lifecycle as L
         from bosun.engine.teardown import discard
-        from bosun.errors import BosunError
         from bosun.store.db import open_store
 
         task = run.task

@@ -148,12 +148,12 @@ def run_demo(keep: bool = False, as_json: bool = False) -> int:
 
 def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> int:
     from bosun.cli.render import describe_event
-    from bosun.contract import load_contract
+    from bosun.core.contract import load_contract
+    from bosun.core.errors import BosunError
     from bosun.engine.context import Ctx
     from bosun.engine.delegation import delegate
-    from bosun.errors import BosunError
+    from bosun.engine.results import run_result
     from bosun.replay import ReplayServer
-    from bosun.results import run_result
     from bosun.store.db import open_store
 
     console.rule("[bold]bosun demo")

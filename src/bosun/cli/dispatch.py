@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from bosun.cli.render import emit_json, print_error
-from bosun.errors import BadInput, BosunError, interrupted_exit_code
+from bosun.core.errors import BadInput, BosunError, interrupted_exit_code
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
 def error_json(err: BosunError, run: RunRow | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"error": err.to_dict()}
     if run is not None:
-        from bosun.results import run_result
+        from bosun.engine.results import run_result
 
         out = dict(run_result(run, error=out["error"]))
     problems = getattr(err, "problems", None)
@@ -113,7 +113,7 @@ def _run_for_error(args: argparse.Namespace) -> RunRow | None:
     if not run_id:
         return None
     try:
-        from bosun.paths import check_run_id
+        from bosun.core.paths import check_run_id
         from bosun.store.db import open_store
 
         check_run_id(run_id)

@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 
 from bosun.cli.render import emit_json, exit_for_state
-from bosun.errors import EXIT_OK, BadInput
+from bosun.core.errors import EXIT_OK, BadInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.config import Settings
+    from bosun.core.config import Settings
+    from bosun.core.settings_cache import SettingsView
     from bosun.engine.context import Ctx
-    from bosun.settings_cache import SettingsView
     from bosun.store.rows import RunRow
 
 
@@ -31,13 +31,13 @@ def _ctx() -> Ctx:
 
 
 def _checked_id(args: argparse.Namespace) -> str:
-    from bosun.paths import check_run_id
+    from bosun.core.paths import check_run_id
 
     return check_run_id(args.run_id)
 
 
 def _finish(args: argparse.Namespace, run: RunRow, ctx: Ctx | None = None) -> int:
-    from bosun.results import run_result
+    from bosun.engine.results import run_result
 
     result = run_result(run)
     if args.json:
@@ -65,13 +65,13 @@ def _ticking(args: argparse.Namespace) -> Any:
 
 
 def _refuse_secret(task: Any, args: argparse.Namespace) -> None:
-    from bosun.redaction import refuse_secret_in_task, task_texts
+    from bosun.core.redaction import refuse_secret_in_task, task_texts
 
     refuse_secret_in_task(task_texts(task), args.allow_secret_in_task)
 
 
 def cmd_delegate(args: argparse.Namespace) -> int:
-    from bosun.contract import load_contract
+    from bosun.core.contract import load_contract
     from bosun.engine.delegation import delegate
 
     if args.dry_run:
@@ -105,8 +105,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, dry_run: bool) -> int:
     """The contract and every pre-flight check, all problems at once; with dry_run also the worker's
     command. Creates nothing."""
-    from bosun.contract import load_contract
-    from bosun.errors import EXIT_BAD_INPUT, BosunError, Problem
+    from bosun.core.contract import load_contract
+    from bosun.core.errors import EXIT_BAD_INPUT, BosunError, Problem
 
     out: dict[str, Any] = {"ok": False, "task": args.task, "title": None, "dry_run": dry_run, "repo": None,
                            "base": None, "routing": None, "problems": [], "warnings": []}
@@ -138,7 +138,7 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
 
 
 def _report_check(args: argparse.Namespace, out: dict[str, Any], pf: Any) -> int:
-    from bosun.errors import EXIT_BAD_INPUT
+    from bosun.core.errors import EXIT_BAD_INPUT
 
     if args.json:
         emit_json(out)
@@ -150,7 +150,7 @@ def _report_check(args: argparse.Namespace, out: dict[str, Any], pf: Any) -> int
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from bosun.contract import load_contract
+    from bosun.core.contract import load_contract
     from bosun.engine.lifecycle import prepare
 
     task = load_contract(args.task)
@@ -227,7 +227,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     ctx = _ctx()
     run = report(ctx, _checked_id(args))
     if not args.json:
-        from bosun.paths import run_dir
+        from bosun.core.paths import run_dir
 
         sys.stdout.write((run_dir(run["id"]) / "report.md").read_text("utf-8"))
         return EXIT_OK
@@ -272,7 +272,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     store = open_store()
     run = store.require_run(_checked_id(args))
     if args.json:
-        from bosun.results import run_result
+        from bosun.engine.results import run_result
 
         out: dict[str, Any] = dict(run_result(run))
         if args.events:
@@ -290,7 +290,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from bosun.paths import run_dir
+    from bosun.core.paths import run_dir
     from bosun.store.db import open_store
 
     run = open_store().require_run(_checked_id(args))
@@ -313,11 +313,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from bosun.results import list_item
+    from bosun.engine.results import list_item
     from bosun.store.db import open_store
 
     if args.state:
-        from bosun.states import STATES
+        from bosun.core.states import STATES
 
         if args.state not in STATES:
             raise BadInput(f"unknown state {args.state!r}", "states: " + ", ".join(STATES))
@@ -343,7 +343,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_template(args: argparse.Namespace) -> int:
-    from bosun.contract_template import TEMPLATE
+    from bosun.core.contract_template import TEMPLATE
 
     if args.json:
         emit_json({"template": TEMPLATE, "format": "yaml"})
@@ -353,8 +353,8 @@ def cmd_template(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from bosun.doctor import gather, healthy
-    from bosun.errors import EXIT_ERROR
+    from bosun.apps.doctor import gather, healthy
+    from bosun.core.errors import EXIT_ERROR
 
     report = gather(Path(args.repo), args.profile, args.probe)
     ok = healthy(report)
@@ -370,18 +370,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def shown_settings(repo: Path) -> Settings | SettingsView:
     """The settings of ``repo`` for a verb that only shows them: as validated before when nothing they
     are made from changed since (no pydantic import), else validated now and kept for the next time."""
-    from bosun.settings_cache import cached_settings
+    from bosun.core.settings_cache import cached_settings
 
     cached = cached_settings(repo)
     if cached is not None:
         return cached
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
 
     return load_settings(repo, keep=True)
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
-    from bosun.doctor import worker_rows
+    from bosun.apps.doctor import worker_rows
 
     repo = Path(args.repo)
     rows = worker_rows(repo, shown_settings(repo))
@@ -413,8 +413,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    from bosun.apps.models import catalog
     from bosun.isolation.git import repo_root
-    from bosun.models import catalog
 
     doc = catalog(shown_settings(repo_root(Path(args.repo))), args.profile, refresh=args.refresh)
     if args.json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK = 0  # bosun.errors.EXIT_OK, without importing it on the parser's path
+EXIT_OK = 0  # bosun.core.errors.EXIT_OK, without importing it on the parser's path
 
 HISTORY_EPILOG = """\
 every word must occur (in the title, prompt, final message, changed paths, gate details or errors);
@@ -64,8 +64,8 @@ def _repo_arg(value: str | None) -> str:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from bosun.cli.render import emit_json
-    from bosun.history import parse_date, search
-    from bosun.results import list_item
+    from bosun.engine.history import parse_date, search
+    from bosun.engine.results import list_item
     from bosun.store.db import open_store
     from bosun.store.history import RunFilter
 

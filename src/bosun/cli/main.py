@@ -251,7 +251,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
 
     p = add("list", "list runs, newest first")
     if wanted in ("*", "list"):
-        from bosun.states import STATES
+        from bosun.core.states import STATES
 
         p.add_argument("--state", choices=STATES, metavar="STATE", help="only runs in this state: " + ", ".join(STATES))
     p.add_argument("--search", metavar="TEXT", help="full-text search in titles and prompts")
@@ -345,15 +345,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line and not reads_only(argv):
-        from bosun.warm_client import validating
+        from bosun.core.warm_client import validating
 
         if validating(argv):  # the verbs that run workers and verification (servers keep their own)
-            from bosun.errors import raise_on_termination
+            from bosun.core.errors import raise_on_termination
 
             raise_on_termination()
     _JSON_REQUESTED[0] = "--json" in argv
     if reads_only(argv):
-        from bosun.quick_exit import skip_final_collection
+        from bosun.core.quick_exit import skip_final_collection
 
         skip_final_collection()
     try:

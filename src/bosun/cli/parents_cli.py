@@ -79,7 +79,7 @@ def _emit(obj: Any) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
 
     if args.action == "serve":
         from bosun.mcp.server import serve
@@ -102,7 +102,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_skill(args: argparse.Namespace) -> int:
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
     from bosun.skills import install as skill_install
 
     repo = Path(args.repo).resolve()
@@ -135,9 +135,9 @@ def cmd_skill(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     import time
 
-    from bosun.paths import check_run_id
+    from bosun.apps.watch import watch
+    from bosun.core.paths import check_run_id
     from bosun.store.db import open_store
-    from bosun.watch import watch
 
     store = open_store()
     for run_id in args.run_ids:
@@ -160,7 +160,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _repo_key(repo: Path) -> Path:
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
     from bosun.isolation.git import repo_root
 
     try:
@@ -170,7 +170,7 @@ def _repo_key(repo: Path) -> Path:
 
 
 def cmd_savings(args: argparse.Namespace) -> int:
-    from bosun.savings import totals
+    from bosun.apps.savings import totals
     from bosun.store.db import open_store
 
     store = open_store()
@@ -199,9 +199,9 @@ def _savings_report(store: Any, args: argparse.Namespace) -> dict[str, Any]:
     import calendar
     import time
 
-    from bosun.errors import BadInput
-    from bosun.fileio import write_bytes_atomic
-    from bosun.savings_report import card_svg, report
+    from bosun.apps.savings_report import card_svg, report
+    from bosun.core.errors import BadInput
+    from bosun.core.fileio import write_bytes_atomic
 
     since = None
     if args.since:

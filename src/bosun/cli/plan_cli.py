@@ -114,7 +114,7 @@ PLAN_RESULT_VERBS = ("run", "status", "continue", "resume", "cancel", "abort")
 def error_result(args: argparse.Namespace, err: Any) -> dict[str, Any]:
     """The one JSON object of a plan verb that failed: ``{"error": ...}`` (with ``problems`` when several
     things are wrong), in the plan's result when the verb failed on a plan that exists."""
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
 
     out: dict[str, Any] = {"error": err.to_dict()}
     problems = getattr(err, "problems", None)
@@ -150,7 +150,7 @@ def _checked(args: argparse.Namespace) -> str:
 
 
 def _exit_for(row: dict[str, Any]) -> int:
-    from bosun.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK
+    from bosun.core.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK
 
     if row["state"] == "paused" and ((row.get("data") or {}).get("error") or {}).get("code") == "NEEDS_REVIEW":
         return EXIT_NEEDS_REVIEW  # a task waits for a person's review
@@ -204,7 +204,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bosun.cli.render import emit_json, print_problems
-    from bosun.errors import EXIT_BAD_INPUT, EXIT_OK, BosunError
+    from bosun.core.errors import EXIT_BAD_INPUT, EXIT_OK, BosunError
     from bosun.plans.model import load_plan_file
     from bosun.plans.preflight import profile_problems
     from bosun.plans.validate import check_plan
@@ -219,7 +219,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return err.exit_code
     problems, waves = check_plan(plan)
     try:
-        from bosun.config import load_settings
+        from bosun.core.config import load_settings
         from bosun.isolation.git import repo_root
 
         repo = repo_root(Path(args.repo))
@@ -257,7 +257,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bosun.plans.runner import start_plan
 
     plan = load_plan_file(args.plan)
-    from bosun.redaction import refuse_secret_in_task, task_texts
+    from bosun.core.redaction import refuse_secret_in_task, task_texts
 
     for t in plan.tasks:
         if t.contract is not None:
@@ -308,7 +308,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from bosun.errors import EXIT_OK
+    from bosun.core.errors import EXIT_OK
     from bosun.store.plans import PlanStore
 
     plan_id = _checked(args)
@@ -321,8 +321,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     import time
 
     from bosun.cli.render import emit_json
-    from bosun.errors import EXIT_OK, BadInput
-    from bosun.plan_states import PLAN_STATES
+    from bosun.core.errors import EXIT_OK, BadInput
+    from bosun.core.plan_states import PLAN_STATES
     from bosun.store.db import open_store
     from bosun.store.plans import PlanStore
 
@@ -345,7 +345,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from bosun.cli.render import emit_json
-    from bosun.errors import EXIT_OK
+    from bosun.core.errors import EXIT_OK
     from bosun.plans.events import describe, event_json, follow
     from bosun.store.plans import PlanStore
 
@@ -368,7 +368,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from bosun.errors import EXIT_OK
+    from bosun.core.errors import EXIT_OK
     from bosun.plans.control import cancel_plan
 
     ctx = _ctx()
@@ -376,7 +376,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_abort(args: argparse.Namespace) -> int:
-    from bosun.errors import EXIT_OK
+    from bosun.core.errors import EXIT_OK
     from bosun.plans.control import abort_plan
 
     ctx = _ctx()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK = 0  # bosun.errors.EXIT_OK, without importing it on the parser's path
+EXIT_OK = 0  # bosun.core.errors.EXIT_OK, without importing it on the parser's path
 
 GC_DESCRIPTION = """\
 Remove what finished runs left behind: worktrees and bosun/<id> branches of integrated, reported and
@@ -89,7 +89,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
         doc = pool.status(store, repo, shown_settings(repo))
     else:
-        from bosun.config import load_settings
+        from bosun.core.config import load_settings
 
         settings = load_settings(repo)
         if args.action == "warm":

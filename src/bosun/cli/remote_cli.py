@@ -58,7 +58,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     import os
     import socket
 
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
     from bosun.remote.protocol import check_token
 
     if args.agent_command != "serve":
@@ -71,7 +71,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         argv = [sys.executable, "-m", "bosun"] + [a for a in sys.argv[1:] if a != "--supervise"]
         return supervise(argv)
     from bosun.cli.agent_serve import AgentConfig, serve
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
 
     load_settings(None).profile(args.profile)  # an unknown profile fails now, not at the first task
     name = check_token(args.name or f"{socket.gethostname().split('.')[0]}-{os.getpid()}", "agent name")
@@ -87,8 +87,8 @@ def cmd_agents(args: argparse.Namespace) -> int:
 
     url = args.nats
     if not url:
-        from bosun.config import load_settings
-        from bosun.errors import BosunError
+        from bosun.core.config import load_settings
+        from bosun.core.errors import BosunError
         from bosun.isolation.git import repo_root
 
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun import proc
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 
 WORKER = '''import json, os, pathlib
 prompt = json.loads(pathlib.Path(os.environ["BOSUN_TASK_FILE"]).read_text())["task"]["prompt"]

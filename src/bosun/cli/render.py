@@ -7,20 +7,20 @@ import json
 import sys
 import time
 
-from bosun.errors import EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK, EXIT_REJECTED
+from bosun.core.errors import EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK, EXIT_REJECTED
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
     from bosun.store.rows import RunRow
 
 
 def emit_json(obj: Any) -> None:
     """Print exactly one JSON object (credentials redacted): the whole stdout of a verb under --json."""
-    from bosun.redaction import redact
+    from bosun.core.redaction import redact
 
     sys.stdout.write(json.dumps(redact(json.loads(json.dumps(obj, default=str)))) + "\n")
     sys.stdout.flush()
@@ -40,7 +40,7 @@ def exit_for_state(state: str, verdict: Mapping[str, Any] | None = None) -> int:
 
 def print_error(err: BosunError, what: str = "") -> None:
     """An error on stderr with its hint; several problems each with its own (``what`` heads them)."""
-    from bosun.redaction import redact_text
+    from bosun.core.redaction import redact_text
 
     problems = getattr(err, "problems", None)
     if problems and len(problems) > 1:
@@ -67,7 +67,7 @@ _MARK = {True: "ok  ", False: "FAIL", None: "-   "}
 
 
 def print_run(run: RunRow, store: Any = None) -> None:
-    from bosun.results import run_result
+    from bosun.engine.results import run_result
 
     r = run_result(run)
     out = sys.stdout.write
@@ -202,8 +202,8 @@ def print_list(runs: list[RunRow]) -> None:
 
 
 def shown_state(r: Mapping[str, Any]) -> str:
-    """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.states.shown_state`)."""
-    from bosun.states import shown_state as shown
+    """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.core.states.shown_state`)."""
+    from bosun.core.states import shown_state as shown
 
     return shown(str(r["state"]), r.get("merged_commit"))
 
@@ -299,6 +299,6 @@ def print_check(out: dict[str, Any]) -> None:
     if out["ok"]:
         w("dry run: nothing was created and nothing was run\n" if out.get("dry_run") else "task ok: it can run\n")
         return
-    from bosun.errors import Problem
+    from bosun.core.errors import Problem
 
     print_problems([Problem(p["code"], p["message"], p["hint"]) for p in out["problems"]], "the task has")

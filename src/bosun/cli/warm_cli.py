@@ -43,7 +43,7 @@ def status() -> dict[str, object]:
     """Whether a warm process serves this bosun home: its pid, socket and start time."""
     import json
 
-    from bosun.paths import bosun_home
+    from bosun.core.paths import bosun_home
 
     home = bosun_home()
     try:
@@ -61,7 +61,7 @@ def status() -> dict[str, object]:
 def _is_warm_process(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"bosun.warm_server" in f.read()
+            return b"bosun.cli.warm_server" in f.read()
     except OSError:
         return False
 
@@ -70,8 +70,8 @@ def start(idle_min: float) -> dict[str, object]:
     import subprocess
     import time
 
-    from bosun.errors import BadInput
-    from bosun.paths import bosun_home
+    from bosun.core.errors import BadInput
+    from bosun.core.paths import bosun_home
     from bosun.store.db import open_store
 
     if idle_min <= 0:
@@ -85,7 +85,7 @@ def start(idle_min: float) -> dict[str, object]:
     log = open(home / "warm.log", "ab")  # noqa: SIM115 - handed to the child, closed right after
     try:
         child = subprocess.Popen(
-            [sys.executable, "-P", "-m", "bosun.warm_server", "--idle", str(idle_min)],
+            [sys.executable, "-P", "-m", "bosun.cli.warm_server", "--idle", str(idle_min)],
             cwd="/", env={**os.environ, "BOSUN_HOME": str(home)}, stdin=subprocess.DEVNULL, stdout=log,
             stderr=log, start_new_session=True)
     finally:
@@ -101,7 +101,7 @@ def start(idle_min: float) -> dict[str, object]:
     tail = _log_tail(home / "warm.log")
     if child.poll() is None:
         child.terminate()
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
 
     raise BosunError("the warm process did not start" + (f": {tail}" if tail else ""),
                      f"see {home / 'warm.log'}; commands still run the ordinary way")

@@ -20,13 +20,13 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths
-from bosun.changes import GateResult
-from bosun.contract import Mode, TaskContract
+from bosun.core import paths
+from bosun.core.changes import GateResult
+from bosun.core.contract import Mode, TaskContract
+from bosun.core.errors import BadInput, Rejected
+from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import record
 from bosun.engine.self_review import ESCALATED, FAILED, PASSED, SKIPPED, UNPARSEABLE
-from bosun.errors import BadInput, Rejected
-from bosun.fileio import write_bytes_atomic
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -205,12 +205,12 @@ def approve(
     names the missing codes. Who acknowledged what is recorded on the run."""
     from pathlib import Path
 
-    from bosun import states
+    from bosun.core import states
+    from bosun.core.errors import InvalidTransition, NeedsReview
     from bosun.engine import locks, verdict
     from bosun.engine.context import load_task
     from bosun.engine.review import open_blocking_findings, validate_review
     from bosun.engine.verifying import recheck_gates
-    from bosun.errors import InvalidTransition, NeedsReview
 
     waivers = waivers or {}
     with locks.run_lock(run_id):
@@ -310,8 +310,8 @@ def _check_waivers_known(gates: list[dict[str, Any]], waivers: dict[str, str]) -
 
 def ensure_may_land(run: RunRow) -> None:
     """Integration's check that the run's verdict lets it land: landable, or acknowledged review."""
+    from bosun.core.errors import NeedsReview
     from bosun.engine import verdict
-    from bosun.errors import NeedsReview
 
     judged = verdict.of_run({**run, "state": "verified"})
     if verdict.may_land(judged):

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import effort, paths, proc
-from bosun.adapters import effort_levels
-from bosun.config import Profile, Settings
-from bosun.contract import Mode, TaskContract
+from bosun import proc
+from bosun.core import effort, paths
+from bosun.core.adapters import effort_levels
+from bosun.core.config import Profile, Settings
+from bosun.core.contract import Mode, TaskContract
 from bosun.engine import record
 from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
@@ -252,7 +253,7 @@ def run_attempts(
     meter.emit = emit
 
     first = settings.profile(profile_name or run["profile"])
-    from bosun.redaction import register_key_names
+    from bosun.core.redaction import register_key_names
 
     register_key_names([n for p in settings.profiles.values() if (n := p.api_key_env)])
     cooling = set(store.cooldowns())
@@ -368,7 +369,7 @@ def run_attempts(
 
 def _redact_result(result: WorkerResult) -> None:
     """The worker's own words are stored and shown: no key value or credential in them."""
-    from bosun.redaction import redact_text
+    from bosun.core.redaction import redact_text
 
     for attr in ("error_message", "final_text", "stderr_tail"):
         value = getattr(result, attr)

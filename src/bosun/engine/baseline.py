@@ -23,9 +23,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths
-from bosun.contract import TaskContract
-from bosun.fileio import read_json, write_json_atomic
+from bosun.core import paths
+from bosun.core.contract import TaskContract
+from bosun.core.fileio import read_json, write_json_atomic
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -51,8 +51,8 @@ def _cache_path(key: str) -> Path:
 
 def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
+    from bosun.engine.verify_commands import verify_checkout, verify_commit, verify_confinement
     from bosun.isolation.git import tree_of
-    from bosun.verification import verify_checkout, verify_commit, verify_confinement
 
     repo = Path(run["repo"])
     # With holdout files, the baseline runs on the full start (the hidden tests included).

@@ -8,7 +8,7 @@ Caps (``[budget]`` in the config, and a task's own ``max_usd``):
 * ``global_daily_usd`` / ``global_monthly_usd``: every repository's runs.
 
 Spend is what the run records say: the cost a CLI reported, else tokens priced at the profile's
-prices (``bosun.history``). Before dispatch, a cap that is already reached, or that the task's
+prices (``bosun.engine.history``). Before dispatch, a cap that is already reached, or that the task's
 ``max_usd`` would overrun, refuses with exit 2 and the figures. While the worker runs, its streamed
 usage events are priced as they arrive: at ``warn_at`` (80%) of a cap a warning event is recorded
 once; at the cap the worker is stopped (its process group is terminated, as for ``bosun cancel``)
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.config import Profile, Settings
-from bosun.contract import TaskContract
-from bosun.errors import BadInput
+from bosun.core.config import Profile, Settings
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BadInput
 from bosun.store.db import Store
 from bosun.workers.base import ErrorClass, Usage, WorkerResult, ev_message
 
@@ -60,7 +60,7 @@ def month_start(now: float) -> float:
 
 
 def spent(store: Store, since: float | None = None, repo: str = "", plan_id: str = "", exclude: str = "") -> float:
-    from bosun.history import refresh
+    from bosun.engine.history import refresh
     from bosun.store.history import facts_since
 
     refresh(store)
@@ -141,7 +141,7 @@ class Meter:
         if step.cost_usd is not None:
             self.cost += float(step.cost_usd)  # the CLI's own figure, used as reported
         elif self.profile is not None:
-            from bosun.metrics import cost_usd
+            from bosun.engine.metrics import cost_usd
 
             self.cost += cost_usd(step, self.profile.prices)
         self._write_live()
@@ -193,7 +193,7 @@ class Meter:
         """Run the [notify] command with the warning on stdin, off the worker's event path."""
         import threading
 
-        from bosun.notify import run_command
+        from bosun.engine.notify import run_command
 
         cwd = self.notify_cwd or Path.cwd()
         threading.Thread(target=run_command, args=(self.notify_command, payload, cwd, self.notify_timeout_s),

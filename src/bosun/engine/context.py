@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths
-from bosun.config import Settings, load_settings
-from bosun.contract import TaskContract
+from bosun.core import paths
+from bosun.core.config import Settings, load_settings
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BadInput
 from bosun.engine import record
-from bosun.errors import BadInput
 from bosun.store.db import Store
 
 if TYPE_CHECKING:

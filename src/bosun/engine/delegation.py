@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import states
-from bosun.contract import Mode, TaskContract
+from bosun.core import states
+from bosun.core.contract import Mode, TaskContract
+from bosun.core.errors import BosunError
 from bosun.engine import locks
 from bosun.engine.context import Ctx
 from bosun.engine.lifecycle import approve, integrate, prepare, report, verify, work
-from bosun.errors import BosunError
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -34,7 +34,7 @@ def delegate(
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
 
     The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
-    from bosun.quick_exit import skip_final_collection
+    from bosun.core.quick_exit import skip_final_collection
 
     skip_final_collection()  # the process that delegates exits without collecting what it loaded
     ctx = ctx.pinned()
@@ -45,7 +45,7 @@ def delegate(
     try:
         return _delegate_loop(ctx, run_id, task, auto_approve, on_event)
     finally:
-        from bosun.notify import notify_run
+        from bosun.engine.notify import notify_run
 
         notify_run(ctx, run_id)
 

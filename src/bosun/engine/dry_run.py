@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
-    from bosun.contract import TaskContract
+    from bosun.core.config import Profile
+    from bosun.core.contract import TaskContract
 
 REDACTED = "<redacted>"
 RUN_DIR = "<run-dir>"
@@ -24,7 +24,7 @@ RUN_DIR = "<run-dir>"
 def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict[str, Any]:
     """``{adapter, argv, env, stdin, note}`` for the first attempt of ``task`` on ``profile``."""
     from bosun import proc
-    from bosun.contract import Mode
+    from bosun.core.contract import Mode
     from bosun.engine.attempts import mode_permissions
     from bosun.engine.prompt import render_prompt
     from bosun.workers.base import WorkerContext

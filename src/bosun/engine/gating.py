@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.changes import FileChange, GateResult
-from bosun.config import Settings
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange, GateResult
+from bosun.core.config import Settings
+from bosun.core.contract import TaskContract
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -119,7 +119,7 @@ def escaped_writes(run: RunRow) -> list[str]:
     Other runs' worktrees are named by run id and ignored; anything else that appeared there after
     this run started came from a worker writing outside its tree.
     """
-    from bosun.paths import RUN_ID_RE
+    from bosun.core.paths import RUN_ID_RE
 
     parent = Path(run["worktree"]).parent
     out = []

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bosun import paths
-from bosun import states as S
+from bosun.core import paths
+from bosun.core import states as S
+from bosun.core.errors import BosunError, Busy
 from bosun.engine import locks
-from bosun.errors import BosunError, Busy
 from bosun.isolation.diskuse import disk_usage
 from bosun.store.db import Store
 
@@ -71,7 +71,7 @@ class GcResult:
 
 def parse_age(text: str) -> float:
     """``30d``, ``12h``, ``2w``, ``90m`` or plain seconds -> seconds."""
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
 
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
     raw = text.strip().lower()

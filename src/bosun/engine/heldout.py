@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from bosun.changes import FileChange, GateResult
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange, GateResult
+from bosun.core.contract import TaskContract
+from bosun.core.globs import match_any
 from bosun.gates.testpaths import in_test_dir, is_test_file
-from bosun.globs import match_any
 from bosun.isolation.change import View, edit_tree, tree_entries
 
 HOLDOUT_TOUCHED = "HOLDOUT_TOUCHED"

@@ -17,11 +17,11 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths, states
-from bosun.contract import TaskContract
+from bosun.core import paths, states
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BadInput, Conflict, Rejected
+from bosun.core.fileio import read_json
 from bosun.engine import record
-from bosun.errors import BadInput, Conflict, Rejected
-from bosun.fileio import read_json
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx

@@ -12,19 +12,19 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths, states
-from bosun.contract import Mode, TaskContract
+from bosun.core import paths, states
+from bosun.core.contract import Mode, TaskContract
+from bosun.core.errors import BadInput, BosunError, InvalidTransition, TimedOut
+from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
 from bosun.engine.context import Ctx, load_task, new_run_id, read_run_change
 from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
-from bosun.errors import BadInput, BosunError, InvalidTransition, TimedOut
-from bosun.fileio import write_bytes_atomic
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
 
 if TYPE_CHECKING:
-    from bosun.config import Settings
+    from bosun.core.config import Settings
     from bosun.store.rows import RunRow
 
 # ---------------------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def _system_event(run_id: str, text: str) -> None:
 
 
 def _tamper_gates(run: RunRow) -> list[Any]:
-    from bosun.changes import GateResult
+    from bosun.core.changes import GateResult
 
     found = (run.get("data") or {}).get("user_git_tampered")
     if not found:
@@ -370,7 +370,7 @@ def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest:
                  verification: dict[str, Any], tree: str) -> list[Any]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
     so is an escalated, unparseable or failed review (engine/approval.py)."""
-    from bosun.changes import GateResult
+    from bosun.core.changes import GateResult
     from bosun.engine.approval import self_review_gate
     from bosun.engine.self_review import run_self_review
 

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bosun.errors import Busy
-from bosun.fileio import FORMAT_VERSION, write_text_atomic
-from bosun.paths import check_run_id, locks_dir
+from bosun.core.errors import Busy
+from bosun.core.fileio import FORMAT_VERSION, write_text_atomic
+from bosun.core.paths import check_run_id, locks_dir
 from bosun.proc import pid_alive, process_start_time
 
 _held: dict[str, int] = {}  # run id -> re-entrancy depth in this process

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.errors import BosunError, Problem, ProblemsFound
+from bosun.core.errors import BosunError, Problem, ProblemsFound
 
 if TYPE_CHECKING:
-    from bosun.config import Profile, Settings
-    from bosun.contract import TaskContract, VerifyCommand
+    from bosun.core.config import Profile, Settings
+    from bosun.core.contract import TaskContract, VerifyCommand
     from bosun.engine.routing import Choice
     from bosun.store.db import Store
 
@@ -69,7 +69,7 @@ def check_task(
     overrides: dict[str, Any] | None = None,
 ) -> Preflight:
     """Every pre-flight check for one task; never raises for a problem it can report."""
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
     from bosun.engine.routing import choose_profile
     from bosun.isolation.git import repo_root, resolve_commit
 
@@ -238,7 +238,7 @@ def _close_programs(program: str, path_env: str) -> str | None:
 
 def task_warnings(task: TaskContract) -> list[Problem]:
     """What makes the run's verdict need a person whatever the worker does: said before it starts."""
-    from bosun.contract import Mode
+    from bosun.core.contract import Mode
 
     if task.mode == Mode.code and not task.verify:
         return [Problem("NOT_VERIFIED", "the task has no verify commands: bosun will check nothing, and the run "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bosun.contract import Mode, TaskContract
+from bosun.core.contract import Mode, TaskContract
 
 _MODE_RULES = {
     Mode.code: "Make the change in the files of this repository. Do not commit, branch, stash or push: "

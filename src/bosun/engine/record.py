@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bosun.fileio import read_json, write_json_atomic
-from bosun.paths import run_dir
+from bosun.core.fileio import read_json, write_json_atomic
+from bosun.core.paths import run_dir
 from bosun.workers.base import now
 
 TASK = "task.json"
@@ -32,7 +32,7 @@ class EventLog:
         self._seq = sum(1 for _ in path.open("rb")) if path.exists() else 0
 
     def append(self, event: dict[str, Any]) -> dict[str, Any]:
-        from bosun.redaction import redact
+        from bosun.core.redaction import redact
 
         event = redact(event)  # no key value or recognisable credential is ever written
         with self._lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bosun.errors import BadInput
+from bosun.core.errors import BadInput
 
 SEVERITIES = ("P0", "P1", "P2", "P3")
 BLOCKING = ("P0", "P1", "P2")

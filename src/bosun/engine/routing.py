@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bosun.config import Profile, Settings
-from bosun.contract import TaskContract
-from bosun.errors import BadInput
+from bosun.core.config import Profile, Settings
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BadInput
 
 if TYPE_CHECKING:
     from bosun.store.db import Store

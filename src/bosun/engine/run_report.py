@@ -7,14 +7,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths
+from bosun.core import paths
+from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
+from bosun.core.states import shown_state
 from bosun.engine import record
+from bosun.engine.metrics import cost_usd, parent_savings
+from bosun.engine.results import run_result
 from bosun.engine.verdict import one_line
-from bosun.fileio import read_json, write_json_atomic, write_text_atomic
-from bosun.metrics import cost_usd, parent_savings
 from bosun.parents.meter import measured_receipt
-from bosun.results import run_result
-from bosun.states import shown_state
 from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def write_report(ctx: Ctx, run: RunRow) -> dict[str, Any]:
     rdir = paths.run_dir(run["id"])
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
-    from bosun.redaction import redact_text
+    from bosun.core.redaction import redact_text
 
     write_text_atomic(rdir / record.REPORT, redact_text(render_markdown(ctx, run, metrics)))
     return metrics

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.contract import Mode, TaskContract
+from bosun.core.contract import Mode, TaskContract
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx

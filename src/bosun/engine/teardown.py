@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths, states
+from bosun.core import paths, states
+from bosun.core.errors import BadInput, BosunError
+from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks
 from bosun.engine.context import Ctx, leftover_diff
-from bosun.errors import BadInput, BosunError
-from bosun.fileio import write_bytes_atomic
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -43,7 +43,7 @@ def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
         saved = preserve_diff(run)
         _restore_worktree_pointer(run)
         close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run, diff_saved=saved)  # to the pool, or removed
-        from bosun.verification import verify_worktree
+        from bosun.engine.verify_commands import verify_worktree
 
         baseline_wt = verify_worktree(paths.run_dir(run_id) / "baseline")
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
@@ -120,7 +120,7 @@ def cancel(ctx: Ctx, run_id: str) -> RunRow:
             time.sleep(0.05)
         run = ctx.store.require_run(run_id)
         if run["state"] == states.WORKING:
-            from bosun.errors import Busy
+            from bosun.core.errors import Busy
 
             raise Busy(
                 f"cancel of {run_id} requested; its worker is still stopping",

@@ -151,8 +151,8 @@ def one_line(verdict: Mapping[str, Any] | None) -> str:
 
 def of_run(run: Mapping[str, Any]) -> dict[str, Any] | None:
     """The verdict of a stored run, read from its run directory."""
-    from bosun.fileio import read_json
-    from bosun.paths import run_dir
+    from bosun.core.fileio import read_json
+    from bosun.core.paths import run_dir
 
     rdir = run_dir(run["id"])
     task_doc = read_json(rdir / "task.json", {}) or {}

@@ -24,13 +24,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import paths
-from bosun.changes import GateResult
-from bosun.config import Settings
-from bosun.contract import TaskContract
+from bosun.core import paths
+from bosun.core.changes import GateResult
+from bosun.core.config import Settings
+from bosun.core.contract import TaskContract
+from bosun.core.fileio import read_json
 from bosun.engine import record
 from bosun.engine.context import view_of
-from bosun.fileio import read_json
 from bosun.isolation.change import Change, tree_changes, tree_diff
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def fresh_verify_home(run_id: str) -> Path:
 
 
 def run_verify_commands(task: TaskContract, run: RunRow, workdir: Path) -> dict[str, Any]:
+    from bosun.engine.verify_commands import run_verification, verify_confinement
     from bosun.engine.worktrees import before_verify, with_run_env
-    from bosun.verification import run_verification, verify_confinement
 
     before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
     task = with_run_env(task, run)
@@ -92,7 +92,7 @@ def verify_change(
 
     Fail closed: with ``refusals`` (or problems in the change itself) nothing is run at all.
     """
-    from bosun.contract import Mode
+    from bosun.core.contract import Mode
     from bosun.engine.heldout import heldout_tree, holdout_gate, rewritten_gate, with_holdout
     from bosun.engine.worktrees import environment_gates
     from bosun.isolation.change import materialize

@@ -5,8 +5,8 @@ from __future__ import annotations
 # What verification, the gates and the receipt load once the worker stops. A delegation loads them while
 # the worker runs (bosun has nothing else to do then), so they are not part of its own time after it.
 AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.engine.gating", "bosun.gates", "bosun.engine.heldout",
-                        "bosun.engine.approval", "bosun.engine.verdict", "bosun.engine.citations", "bosun.engine.run_report", "bosun.results",
-                        "bosun.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
+                        "bosun.engine.approval", "bosun.engine.verdict", "bosun.engine.citations", "bosun.engine.run_report", "bosun.engine.results",
+                        "bosun.engine.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
 
 
 def warm_up_after_worker() -> None:
@@ -21,7 +21,7 @@ def warm_up_after_worker() -> None:
 def _load_after_worker() -> None:
     import importlib
 
-    from bosun.metrics import _encoder
+    from bosun.engine.metrics import _encoder
 
     for name in AFTER_WORKER_MODULES:
         try:

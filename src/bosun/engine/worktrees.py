@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bosun import paths
-from bosun.changes import GateResult
-from bosun.config import Settings
-from bosun.contract import TaskContract
+from bosun.core import paths
+from bosun.core.changes import GateResult
+from bosun.core.config import Settings
+from bosun.core.contract import TaskContract
 from bosun.isolation import setup as su
 from bosun.store.db import Store
 
@@ -134,7 +134,7 @@ def environment_gates(run: RunRow) -> list[GateResult]:
 def borrow_checkout(run: RunRow, commit: str) -> Path | None:
     """An idle pooled worktree of the run's repository at ``commit``, for the baseline; None when the
     pool is off or has none idle (the caller then adds a worktree of its own)."""
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
     from bosun.isolation.pool import borrow
     from bosun.store.db import open_store
 
@@ -149,7 +149,7 @@ def borrow_checkout(run: RunRow, commit: str) -> Path | None:
 
 
 def return_checkout(run: RunRow, slot: Path) -> None:
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
     from bosun.isolation.pool import return_borrowed
     from bosun.store.db import open_store
 
@@ -180,8 +180,8 @@ def close_worktree(store: Store, settings: Settings, run: RunRow, *, diff_saved:
 def _diff_saved(run: RunRow) -> bool:
     """Whether the worker's leftover diff is known (empty, or saved to ``final.patch`` by cleanup): a
     pooled worktree whose change cannot be computed is removed, never reset for another run."""
+    from bosun.core.errors import BosunError
     from bosun.engine.context import read_run_change
-    from bosun.errors import BosunError
 
     try:
         diff = read_run_change(run).diff

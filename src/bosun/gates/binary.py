@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
 from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 
 BINARY_CHANGE = "BINARY_CHANGE"

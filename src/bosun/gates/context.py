@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from bosun.changes import FileChange
-from bosun.contract import TaskContract
+from bosun.core.changes import FileChange
+from bosun.core.contract import TaskContract
 from bosun.gates.diffparse import FileDiff, parse_diff
 
 # A detail names at most this many paths, then "and N more": details are read by people.

@@ -42,10 +42,10 @@ import json
 import posixpath
 from dataclasses import dataclass
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
+from bosun.core.globs import match_any
 from bosun.gates.context import GateInputs, listing, touched_paths
 from bosun.gates.invocations import Invocation, invocations, repo_path, shell_invocations
-from bosun.globs import match_any
 
 VERIFY_ENTRY_CHANGED = "VERIFY_ENTRY_CHANGED"
 VERIFY_ENTRY_PERMITTED = "VERIFY_ENTRY_PERMITTED"

@@ -8,16 +8,16 @@
   executes them when the interpreter starts, before a single test, from any directory on
   ``sys.path`` (a verify command's ``PYTHONPATH=src`` is enough).
 
-Both lists are always locked (:data:`bosun.config.HARNESS_LOCKED`), whatever the task says; these
+Both lists are always locked (:data:`bosun.core.config.HARNESS_LOCKED`), whatever the task says; these
 gates report them under their own codes so LOCKED_PATH_CHANGED stays about the task's locks.
 """
 
 from __future__ import annotations
 
-from bosun.changes import GateResult
-from bosun.config import GIT_RULE_FILES, PYTHON_STARTUP_FILES
+from bosun.core.changes import GateResult
+from bosun.core.config import GIT_RULE_FILES, PYTHON_STARTUP_FILES
+from bosun.core.globs import match_any
 from bosun.gates.context import GateInputs, listing, touched_paths, unique
-from bosun.globs import match_any
 
 GIT_RULES_CHANGED = "GIT_RULES_CHANGED"
 PYTHON_STARTUP_CHANGED = "PYTHON_STARTUP_CHANGED"

@@ -20,7 +20,7 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
-from bosun.contract import TaskContract
+from bosun.core.contract import TaskContract
 
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})

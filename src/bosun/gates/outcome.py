@@ -7,8 +7,8 @@ NO_CHANGES depends on the task's mode: a ``code`` task that changes nothing has 
 
 from __future__ import annotations
 
-from bosun.changes import GateResult
-from bosun.contract import Mode
+from bosun.core.changes import GateResult
+from bosun.core.contract import Mode
 from bosun.gates.context import GateInputs, listing, plural
 
 NO_CHANGES = "NO_CHANGES"

@@ -3,18 +3,18 @@
 A rename is judged on both of its paths: moving a locked file away changes it as surely as editing
 it, and moving a file in from outside the scope changes that outside path. Locked paths include the
 content-aware locks of :mod:`bosun.gates.testconfig` (test-runner settings inside pyproject.toml,
-setup.cfg and package.json). The always-locked harness files (:data:`bosun.config.HARNESS_LOCKED`:
+setup.cfg and package.json). The always-locked harness files (:data:`bosun.core.config.HARNESS_LOCKED`:
 git's rule files, Python start-up hooks) have gates of their own, so they are not reported twice here.
 """
 
 from __future__ import annotations
 
-from bosun.changes import GateResult
-from bosun.config import HARNESS_LOCKED
+from bosun.core.changes import GateResult
+from bosun.core.config import HARNESS_LOCKED
+from bosun.core.globs import match_any
 from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 from bosun.gates.invocations import invocations
 from bosun.gates.testconfig import NEW_ENV, locked_sections, tox_selected_envs
-from bosun.globs import match_any
 
 LOCKED_PATH_CHANGED = "LOCKED_PATH_CHANGED"
 OUT_OF_SCOPE = "OUT_OF_SCOPE"

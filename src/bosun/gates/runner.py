@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
 from bosun.gates import (
     binary,
     entrypoints,

@@ -3,7 +3,7 @@
 Only added lines are scanned (from :mod:`bosun.gates.diffparse`): a secret already in the start
 commit is not the worker's doing, and rescanning whole files would fail every run on such a repo.
 What counts as a credential (known key formats, assignments of real-looking values) is
-:mod:`bosun.secretscan`'s, shared with the redaction of everything bosun writes.
+:mod:`bosun.core.secretscan`'s, shared with the redaction of everything bosun writes.
 
 A secret split into string literals is put back together before matching: adjacent literals
 (``"AKIA" "Z7Q3..."``, also across consecutive added lines inside brackets) and literals joined by
@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
+from bosun.core.secretscan import is_placeholder, scan_line
 from bosun.gates.context import GateInputs, listing, plural
-from bosun.secretscan import is_placeholder, scan_line
 
 SECRET_DETECTED = "SECRET_DETECTED"
 

@@ -31,7 +31,7 @@ import sys
 import tomllib
 from functools import lru_cache
 
-from bosun.changes import GateResult
+from bosun.core.changes import GateResult
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.invocations import invocations, pythonpath_dirs
 

@@ -17,7 +17,7 @@ Binary files have no lines and are judged by BINARY_CHANGE instead.
 
 from __future__ import annotations
 
-from bosun.changes import FileChange, GateResult
+from bosun.core.changes import FileChange, GateResult
 from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff
 

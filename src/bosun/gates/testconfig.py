@@ -29,7 +29,7 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
-from bosun.changes import FileChange
+from bosun.core.changes import FileChange
 
 PACKAGE_JSON_KEYS = ("scripts", "jest", "vitest", "mocha")
 NEW_ENV = "(adds a tox environment; nothing that ran before changes)"

@@ -14,7 +14,7 @@ import json
 import tomllib
 from collections.abc import Callable
 
-from bosun.changes import FileChange
+from bosun.core.changes import FileChange
 from bosun.gates.testpaths import is_test_data
 
 

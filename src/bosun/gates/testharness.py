@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
-from bosun.changes import FileChange, GateResult
+from bosun.core.changes import FileChange, GateResult
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.pynodes import dotted
 from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bosun.changes import FileChange, GateResult
+from bosun.core.changes import FileChange, GateResult
 from bosun.gates import jstests, pytests, testdata, tripwire
 from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff

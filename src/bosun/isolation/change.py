@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bosun import proc
-from bosun.changes import FileChange
-from bosun.errors import BosunError
+from bosun.core.changes import FileChange
+from bosun.core.errors import BosunError
 from bosun.isolation.blobs import BlobReader
 from bosun.isolation.git import GitError
 

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from bosun.errors import BadInput, BosunError
+from bosun.core.errors import BadInput, BosunError
 
 TYPE_CHECKING = False  # typing's would import typing: `repo_root` is on the path of read-only verbs
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 
 GUARD_MARKER = "bosun git guard"
 

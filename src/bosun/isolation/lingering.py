@@ -100,7 +100,7 @@ def _describe(pid: int) -> str:
 
 def stop_lingering(worktree: Path, window: tuple[float, float] | None = None, grace_s: float = 0.5) -> list[str]:
     """Kill every process found in ``worktree``; return what was killed. Raises if any survives."""
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
 
     pids = processes_in(worktree, window)
     if not pids:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bosun import paths
-from bosun.errors import BosunError
+from bosun.core import paths
+from bosun.core.errors import BosunError
 from bosun.isolation.git import git
 from bosun.store.db import Store
 from bosun.store.worktrees import IDLE, LEASED, RECLAIMING
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from bosun.config import Settings
-    from bosun.settings_cache import SettingsView
+    from bosun.core.config import Settings
+    from bosun.core.settings_cache import SettingsView
     from bosun.store.rows import RunRow
 
 
@@ -131,7 +131,7 @@ def drain(store: Store, repo: Path) -> list[str]:
 
 def shrink(store: Store, dry_run: bool = False) -> list[tuple[str, int]]:
     """Idle worktrees beyond each repository's ``[pool] size`` removed (``gc``); (path, bytes) each."""
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
     from bosun.isolation.diskuse import disk_usage
     from bosun.store.worktrees import pool_move, pool_rows
 

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bosun.errors import Busy
+from bosun.core.errors import Busy
 from bosun.store.db import Store
 
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bosun import proc
-from bosun.errors import BadInput, BosunError
-from bosun.worktree_config import WorktreeConfig
+from bosun.core.errors import BadInput, BosunError
+from bosun.core.worktree_config import WorktreeConfig
 
 MANIFEST = "environment.json"
 INCLUDE_FILE = ".worktreeinclude"
@@ -118,7 +118,7 @@ def _included(repo: Path, patterns: list[str]) -> list[str]:
     is one entry (matched as a whole); its files are looked at one by one only when a pattern names
     something inside it (``config/*.json`` for an ignored ``config/``), so a name pattern never walks
     ``node_modules``."""
-    from bosun import globs
+    from bosun.core import globs
 
     out: list[str] = []
     for rel in _ignored_entries(repo):
@@ -330,6 +330,6 @@ def read_manifest(run_dir: Path) -> Environment | None:
 
 
 def write_manifest(run_dir: Path, env: Environment) -> None:
-    from bosun.fileio import write_text_atomic
+    from bosun.core.fileio import write_text_atomic
 
     write_text_atomic(run_dir / MANIFEST, json.dumps(env.to_dict(), indent=2))

@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bosun.errors import BadInput, Conflict
+from bosun.core.errors import BadInput, Conflict
+from bosun.core.paths import RUN_ID_RE
 from bosun.isolation.git import GitError, git, git_path, tree_of
 from bosun.isolation.snapshot import BOSUN_EMAIL, BOSUN_NAME, NO_SPLIT_INDEX
-from bosun.paths import RUN_ID_RE
 
 
 def branch_exists(repo: Path | str, branch: str) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from bosun.fileio import read_json
-from bosun.paths import run_dir
-from bosun.results import run_result
+from bosun.core.fileio import read_json
+from bosun.core.paths import run_dir
+from bosun.engine.results import run_result
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -12,17 +12,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 
 
 def drive_run(run_id: str, auto_approve: bool) -> int:
-    from bosun.contract import Mode
+    from bosun.core.contract import Mode
     from bosun.engine import locks
     from bosun.engine.context import load_task
     from bosun.engine.lifecycle import approve, integrate, report, verify, work
+    from bosun.engine.notify import notify_run
     from bosun.engine.run_report import write_report
     from bosun.mcp.ops import ctx
-    from bosun.notify import notify_run
 
     c = ctx()
     try:
@@ -57,7 +57,7 @@ def _landable(run: Mapping[str, Any]) -> bool:
 
 
 def drive_plan(plan_file: str, repo: str, id_file: str, profile: str | None) -> int:
-    from bosun.fileio import write_text_atomic
+    from bosun.core.fileio import write_text_atomic
     from bosun.mcp.ops import ctx
     from bosun.plans.model import load_plan_file
     from bosun.plans.runner import start_plan

@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.errors import BadInput, BosunError, Busy
+from bosun.core.errors import BadInput, BosunError, Busy
 
 if TYPE_CHECKING:
+    from bosun.core.result_types import RunResult
     from bosun.engine.context import Ctx
-    from bosun.result_types import RunResult
     from bosun.store.rows import RunRow
 
 # The background loop has stopped and the parent has something to read or decide.
@@ -59,7 +59,7 @@ def repo_path(repo: str | None, default: Path) -> Path:
 
 
 def checked_run(run_id: Any) -> str:
-    from bosun.paths import check_run_id
+    from bosun.core.paths import check_run_id
 
     if not isinstance(run_id, str):
         raise BadInput("run_id must be a string", "pass the id `delegate` returned")
@@ -70,7 +70,7 @@ def checked_run(run_id: Any) -> str:
 
 
 def load_task(task: dict[str, Any] | None, task_path: str | None, repo: Path) -> Any:
-    from bosun.contract import contract_from_mapping, load_contract
+    from bosun.core.contract import contract_from_mapping, load_contract
 
     if (task is None) == (task_path is None):
         raise BadInput("give exactly one of `task` (the contract as an object) or `task_path`",
@@ -86,8 +86,8 @@ def load_task(task: dict[str, Any] | None, task_path: str | None, repo: Path) ->
 def delegate(c: Ctx, repo: Path, task: Any, profile: str | None, auto_approve: bool,
              parent_note: dict[str, Any] | None, task_source: str | None = None) -> dict[str, Any]:
     """Prepare the run here (so bad input fails at once), then hand the loop to a detached process."""
+    from bosun.core.paths import run_dir
     from bosun.engine.lifecycle import prepare
-    from bosun.paths import run_dir
 
     run = prepare(c, task, repo, profile, task_source=task_source)
     run_id = run["id"]
@@ -176,7 +176,7 @@ def end_review(c: Ctx, run_id: str) -> None:
 
 
 def run_json(c: Ctx, run_id: str) -> RunResult:
-    from bosun.results import run_result
+    from bosun.engine.results import run_result
 
     return run_result(c.store.require_run(run_id))
 
@@ -185,9 +185,9 @@ def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, re
             acknowledge: list[str] | None = None) -> RunResult:
     """Approve for the parent. A run that needs review lands only when ``acknowledge`` names every one
     of its reason codes: the parent's word that its person said yes, recorded as ``by: parent``."""
+    from bosun.core.errors import NeedsReview
     from bosun.engine import verdict
     from bosun.engine.lifecycle import approve as do_approve
-    from bosun.errors import NeedsReview
 
     if waive and not reason:
         raise BadInput("`waive` needs `reason`", "say why the waived gate is acceptable; it is recorded")
@@ -209,8 +209,8 @@ def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, re
 
 def _needs_review(c: Ctx, run_id: str, err: BosunError) -> BosunError:
     """The engine's refusal, said to a parent: a person decides, the parent only carries their word."""
+    from bosun.core.errors import NeedsReview
     from bosun.engine import verdict
-    from bosun.errors import NeedsReview
 
     judged = verdict.of_run(c.store.require_run(run_id))
     codes = verdict.codes(judged)
@@ -268,8 +268,8 @@ def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:
 
 
 def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
+    from bosun.core.paths import run_dir
     from bosun.engine.run_report import diff_stats
-    from bosun.paths import run_dir
 
     run = c.store.require_run(run_id)
     path = run_dir(run_id) / "diff.patch"
@@ -280,8 +280,8 @@ def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
 
 
 def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
-    from bosun.results import list_item
-    from bosun.states import STATES
+    from bosun.core.states import STATES
+    from bosun.engine.results import list_item
 
     if state and state not in STATES:
         raise BadInput(f"unknown state {state!r}", "states: " + ", ".join(STATES))
@@ -296,7 +296,7 @@ def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[s
 
 
 def workers(repo: Path) -> dict[str, Any]:
-    from bosun.doctor import worker_rows
+    from bosun.apps.doctor import worker_rows
 
     return {"workers": worker_rows(repo)}
 
@@ -307,8 +307,8 @@ def workers(repo: Path) -> dict[str, Any]:
 def plan_run(c: Ctx, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
              patience_s: float = 45.0) -> dict[str, Any]:
     """Validate the plan here, then run it in a detached process; returns once the plan has an id."""
-    from bosun.fileio import write_text_atomic
-    from bosun.paths import bosun_home
+    from bosun.core.fileio import write_text_atomic
+    from bosun.core.paths import bosun_home
     from bosun.plans.model import load_plan_file, parse_plan
     from bosun.plans.preflight import profile_problems
     from bosun.plans.validate import PlanInvalid, validated

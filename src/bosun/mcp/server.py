@@ -22,7 +22,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from bosun import __version__
-from bosun.errors import BadInput, BosunError
+from bosun.core.errors import BadInput, BosunError
 from bosun.mcp import ops
 
 # What each tool does to the user's world, for hosts that decide approval from annotations (Codex
@@ -286,7 +286,7 @@ def build_server(default_repo: Path) -> MCPServer:
     @server.tool(description=TOOLS_DOC["savings"], annotations=READ_ONLY)
     async def savings(repo: Repo = None, all_repos: bool = False) -> CallToolResult:
         def go() -> dict[str, Any]:
-            from bosun.savings import totals
+            from bosun.apps.savings import totals
 
             return totals(ops.ctx().store, None if all_repos else repo_of(repo))
 

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import states
+from bosun.core import states
+from bosun.core.errors import BosunError, Busy, InvalidTransition
+from bosun.core.fileio import write_json_atomic
 from bosun.engine import locks
-from bosun.errors import BosunError, Busy, InvalidTransition
-from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.driver import drive
@@ -144,7 +144,7 @@ def abort_plan(ctx: Ctx, plan_id: str) -> dict[str, Any]:
             if run["state"] != states.CLEANED:
                 discard_run(ctx, run["id"])
         pdir = plan_dir(plan_id)
-        from bosun.verification import verify_worktree
+        from bosun.engine.verify_commands import verify_worktree
 
         remove_worktree(repo, verify_worktree(pdir), None, delete_branch=False)
         plan_git.delete_branch(repo, row["integration_branch"])

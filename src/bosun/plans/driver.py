@@ -14,10 +14,10 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import states
+from bosun.core import states
+from bosun.core.errors import BosunError, Busy, Conflict, InvalidTransition
+from bosun.core.fileio import write_json_atomic
 from bosun.engine import locks
-from bosun.errors import BosunError, Busy, Conflict, InvalidTransition
-from bosun.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.ids import check_plan_id, plan_dir, plan_of, wave_base_ref
@@ -301,7 +301,7 @@ class WaveDriver:
 
     def _confine_verify(self, worktree: Path, home: Path) -> Any:
         # Plan verify runs workers' merged code: confined like every verification.
-        from bosun.verification import verify_confinement
+        from bosun.engine.verify_commands import verify_confinement
 
         return verify_confinement(self.repo, worktree, home)
 

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bosun import paths
+from bosun.core import paths
+from bosun.core.errors import BadInput
 from bosun.engine import locks
-from bosun.errors import BadInput
 from bosun.plans import model
 
 PLAN_ID_RE = re.compile(r"^p-[a-z0-9][a-z0-9-]{1,61}$")

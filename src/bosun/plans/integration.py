@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.contract import TaskContract
-from bosun.errors import BadInput, BosunError, Conflict
-from bosun.verification import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
+from bosun.core.contract import TaskContract
+from bosun.core.errors import BadInput, BosunError, Conflict
+from bosun.engine.verify_commands import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
 
 if TYPE_CHECKING:
     from bosun.store.rows import RunRow
@@ -104,12 +104,12 @@ def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -
     None when the change is empty (an explore/review task). The run's branch is pointed at the
     landing commit so it stays reachable until the plan merges it.
     """
-    from bosun import paths
+    from bosun.core import paths
+    from bosun.core.fileio import read_json
     from bosun.engine import record
     from bosun.engine.context import view_of
     from bosun.engine.integration import commit_message
     from bosun.engine.verifying import digest as sha256_of
-    from bosun.fileio import read_json
     from bosun.isolation.change import tree_diff
 
     repo = Path(run["repo"])

@@ -36,9 +36,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bosun.contract import TaskContract, VerifyCommand, format_validation_error, parse_mapping
-from bosun.errors import BadInput
-from bosun.plan_states import (  # noqa: F401 - the plan's states, named where plans are modelled
+from bosun.core.contract import TaskContract, VerifyCommand, format_validation_error, parse_mapping
+from bosun.core.errors import BadInput
+from bosun.core.plan_states import (  # noqa: F401 - the plan's states, named where plans are modelled
     ABORTED,
     CANCELLED,
     ENDED_STATES,
@@ -145,7 +145,7 @@ class _Head(BaseModel):
 
 
 def _globs(value: Any, where: str, problems: list[Problem], task_id: str) -> list[str]:
-    from bosun.contract import _check_glob
+    from bosun.core.contract import _check_glob
 
     if value is None:
         return []

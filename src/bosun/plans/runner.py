@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.fileio import write_json_atomic
+from bosun.core.fileio import write_json_atomic
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.driver import drive

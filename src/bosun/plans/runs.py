@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun import states
-from bosun.errors import BosunError
+from bosun.core import states
+from bosun.core.errors import BosunError
 from bosun.store.db import Store
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ def discard_run(ctx: Ctx, run_id: str, report: bool = True) -> None:
 
 def note_on_run(run_id: str, what: str, exc: BosunError) -> None:
     """A warning in the run's event log: a step the plan tried on it failed, and the plan went on."""
+    from bosun.core.paths import run_dir
     from bosun.engine import record
-    from bosun.paths import run_dir
 
     try:
         record.EventLog(run_dir(run_id) / record.EVENTS).append(

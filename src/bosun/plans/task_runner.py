@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bosun import states
+from bosun.core import states
+from bosun.core.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.engine import locks
-from bosun.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.runs import discard_run, note_on_run

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import cache, lru_cache
 
-from bosun.errors import ProblemsFound
+from bosun.core.errors import ProblemsFound
 from bosun.plans.model import Plan, Problem
 
 # -- glob overlap --------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ ANY = "**"
 
 
 def _segments(pattern: str) -> tuple[str, ...]:
-    """The pattern as anchored segments under :mod:`bosun.globs` rules, ending in ``**``.
+    """The pattern as anchored segments under :mod:`bosun.core.globs` rules, ending in ``**``.
 
     A pattern without "/" matches a name at any depth: ``**/name``. Every pattern also covers
     everything below what it matches: a trailing ``**`` (zero or more segments). "src/**" thus
@@ -67,7 +67,7 @@ def segments_overlap(a: str, b: str) -> bool:
         return a == b
     if not wild_a or not wild_b:
         literal, glob = (a, b) if not wild_a else (b, a)
-        from bosun.globs import _segment
+        from bosun.core.globs import _segment
 
         return re.fullmatch(_segment(glob), literal, re.DOTALL) is not None
     # Two wildcards: every match of a starts with its literal prefix and ends with its literal
@@ -130,7 +130,7 @@ def _sample(seg: str) -> str:
 
 def example_path(a: str, b: str) -> str | None:
     """A path both globs match, when one is easy to build (for error messages)."""
-    from bosun import globs
+    from bosun.core import globs
 
     sa, sb = _segments(a), _segments(b)
 

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bosun.fileio import write_bytes_atomic
+from bosun.core.fileio import write_bytes_atomic
 from bosun.remote import bundles, leases
 from bosun.remote import protocol as P
 from bosun.remote.connect import ConnectOptions, connect, ensure_infra, ensure_pool, hub_unreachable

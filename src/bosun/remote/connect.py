@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from bosun.errors import BadInput, BosunError
+from bosun.core.errors import BadInput, BosunError
 from bosun.remote import protocol as P
 
 

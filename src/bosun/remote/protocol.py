@@ -30,7 +30,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bosun.errors import BadInput
+from bosun.core.errors import BadInput
 
 PROTOCOL_VERSION = 1
 

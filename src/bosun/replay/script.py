@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from bosun.errors import BadInput
+from bosun.core.errors import BadInput
 
 SCRIPTS_DIR = Path(__file__).parent / "scripts"
 

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 from bosun.sandbox import landlock
 
 # Tests set this to "none" to simulate a kernel without Landlock: the `required` refusal path runs

@@ -21,8 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bosun.errors import BadInput, NotFound
-from bosun.fileio import write_bytes_atomic
+from bosun.core.errors import BadInput, NotFound
+from bosun.core.fileio import write_bytes_atomic
 from bosun.skills.playbook import SKILL_NAME, render
 
 HOSTS = ("claude", "codex", "agents", "opencode")
@@ -56,7 +56,7 @@ def skill_dir(host: str, project: bool, repo: Path, env: Mapping[str, str]) -> P
 
 
 def _settings(project: bool, repo: Path) -> Any:
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
 
     # A user-wide skill lists the user's own profiles; a project skill adds the repo's bosun.toml.
     return load_settings(repo if project else None)

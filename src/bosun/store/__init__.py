@@ -3,6 +3,6 @@
 The package first imports sqlite3 lean (without datetime's pure-Python half): start-up of every verb
 that reads the store."""
 
-from bosun.lean_imports import import_sqlite3
+from bosun.core.lean_imports import import_sqlite3
 
 import_sqlite3()

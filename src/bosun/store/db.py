@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bosun.errors import BadInput, InvalidTransition, NotFound
-from bosun.states import ACTIVE_STATES, check_transition
+from bosun.core.errors import BadInput, InvalidTransition, NotFound
+from bosun.core.states import ACTIVE_STATES, check_transition
 from bosun.store.data_fields import undeclared
 from bosun.store.migrations import migrate
 
@@ -262,7 +262,7 @@ def _retry_locked(step: Callable[[], object]) -> None:
 
 
 def open_store() -> Store:
-    from bosun.paths import db_path, ensure_home
+    from bosun.core.paths import db_path, ensure_home
 
     ensure_home()
     return Store(db_path())

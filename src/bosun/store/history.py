@@ -1,6 +1,6 @@
 """SQL for run history: the full-text index, the per-run figures, and the filtered runs listing.
 
-``run_history`` (FTS5) and ``run_facts`` are derived from the run records by ``bosun.history``; this
+``run_history`` (FTS5) and ``run_facts`` are derived from the run records by ``bosun.engine.history``; this
 module only reads and writes them. Listing walks rows newest first by rowid (runs are inserted in
 creation order), so a page or a search stops after ``limit`` rows instead of sorting every match.
 """

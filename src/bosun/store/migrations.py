@@ -115,7 +115,7 @@ M003_PLANS = """
 """
 
 
-# History and receipts (bosun.history): a full-text index over everything a run produced, and one
+# History and receipts (bosun.engine.history): a full-text index over everything a run produced, and one
 # row of figures per run for savings, budgets and the dashboard. Both are derived from the run
 # records and refreshed lazily (``indexed_at`` is the run's ``updated_at`` when it was indexed);
 # ``run_history``'s rowid is the run's rowid so a search can walk it newest first.
@@ -180,7 +180,7 @@ M005_WORKTREES = """
 
 # ``run_facts.proven`` now means the fail-to-pass proof held (verification.json's ``proven`` is true),
 # not "verification passed and every gate green": the index is dropped and rebuilt from the run
-# records on the next refresh (bosun.history), so earlier runs are counted the new way too.
+# records on the next refresh (bosun.engine.history), so earlier runs are counted the new way too.
 M006_REINDEX_PROVEN = """
         DELETE FROM run_history;
         DELETE FROM run_facts;

@@ -12,7 +12,7 @@ import json
 import os
 import time
 
-from bosun.errors import InvalidTransition, NotFound
+from bosun.core.errors import InvalidTransition, NotFound
 from bosun.store.db import Store
 
 TYPE_CHECKING = False  # not typing's: start-up of `bosun plan list`
@@ -126,7 +126,7 @@ class PlanStore:
 
     def set_state(self, plan_id: str, expected: str | tuple[str, ...], to: str, reason: str = "") -> str:
         """Move the plan from one of ``expected`` to ``to``; returns the state it left."""
-        from bosun.plan_states import PLAN_TRANSITIONS, check_plan_transition
+        from bosun.core.plan_states import PLAN_TRANSITIONS, check_plan_transition
 
         allowed = (expected,) if isinstance(expected, str) else tuple(expected)
         now = time.time()

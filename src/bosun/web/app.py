@@ -21,8 +21,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from bosun.errors import BosunError
-from bosun.paths import check_run_id, run_dir
+from bosun.core.errors import BosunError
+from bosun.core.paths import check_run_id, run_dir
 from bosun.store.db import Store, open_store
 from bosun.web import pages
 from bosun.web.html import e, layout
@@ -64,7 +64,7 @@ class Doctor:
         self._started = True
 
         def work() -> None:
-            from bosun.doctor import gather
+            from bosun.apps.doctor import gather
 
             try:
                 self.result = gather(self.repo, None, False)
@@ -134,8 +134,8 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         return await html(lambda: pages.savings_page(stores.get(), params(request)))
 
     async def card(request: Request) -> Response:
-        from bosun.history import parse_date
-        from bosun.savings_report import card_svg, report
+        from bosun.apps.savings_report import card_svg, report
+        from bosun.engine.history import parse_date
 
         since_text = request.query_params.get("since", "")
         try:
@@ -207,8 +207,8 @@ def _form_field(body: bytes, name: str) -> str:
 def _acknowledgment(c: Any, run_id: str, reviewed: str) -> dict[str, Any]:
     """The approve button is a person: it acknowledges a run's review reasons, but only those the run
     page showed them (the form's ``reviewed``); reasons the page did not show are refused, not assumed."""
+    from bosun.core.errors import NeedsReview
     from bosun.engine.verdict import of_run
-    from bosun.errors import NeedsReview
     from bosun.web.verdicts import acknowledgment
 
     verdict = of_run(c.store.require_run(run_id))

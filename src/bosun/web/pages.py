@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.core.fileio import read_json
+from bosun.core.paths import run_dir
+from bosun.core.states import shown_state
+from bosun.engine.history import refresh
 from bosun.engine.verdict import of_run
-from bosun.fileio import read_json
-from bosun.history import refresh
-from bosun.paths import run_dir
-from bosun.states import shown_state
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, distinct_values, list_runs
 from bosun.web.highlight import highlight_diff
@@ -130,8 +130,8 @@ def run_page(store: Store, run_id: str) -> str | None:
 
 
 def run_body(store: Store, run: RunRow) -> str:
+    from bosun.engine.results import current_error
     from bosun.engine.verdict import decide
-    from bosun.results import current_error
 
     rid = run["id"]
     rdir = run_dir(rid)
@@ -361,8 +361,8 @@ def plan_body(store: Store, plan_id: str) -> str | None:
 
 
 def workers_page(store: Store, repo: Path, doctor: dict[str, Any] | None) -> str:
-    from bosun.config import load_settings
-    from bosun.errors import BosunError
+    from bosun.core.config import load_settings
+    from bosun.core.errors import BosunError
     from bosun.store.history import facts_since
 
     try:
@@ -409,8 +409,8 @@ def workers_page(store: Store, repo: Path, doctor: dict[str, Any] | None) -> str
 
 
 def savings_page(store: Store, params: dict[str, str]) -> str:
-    from bosun.history import parse_date
-    from bosun.savings_report import report
+    from bosun.apps.savings_report import report
+    from bosun.engine.history import parse_date
 
     since_text = params.get("since", "30d")
     try:

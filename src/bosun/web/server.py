@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bosun.errors import EXIT_OK, BosunError, Busy
+from bosun.core.errors import EXIT_OK, BosunError, Busy
 
 HOST = "127.0.0.1"  # never another interface: the dashboard has no login, only the launch token
 TOKEN_ENV = "BOSUN_DASH_TOKEN"
@@ -38,8 +38,8 @@ def _wait_listening(port: int, timeout: float) -> bool:
 
 
 def serve(port: int, open_browser: bool, detach: bool, repo: Path) -> int:
-    from bosun.fileio import write_json_atomic
-    from bosun.paths import bosun_home, ensure_home
+    from bosun.core.fileio import write_json_atomic
+    from bosun.core.paths import bosun_home, ensure_home
 
     ensure_home()
     port = port or free_port()

@@ -61,7 +61,7 @@ from bosun.workers.sdk_stream import DENIED_RE
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 PROTOCOL_VERSION = 1
 CANCEL_GRACE_S = 5.0  # after session/cancel, before the process group is killed

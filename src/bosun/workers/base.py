@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
-    from bosun.contract import TaskContract
+    from bosun.core.config import Profile
+    from bosun.core.contract import TaskContract
     from bosun.sandbox import Confinement
 
 EVENT_TYPES = ("message", "tool_call", "tool_result", "usage", "error", "warning", "session")

@@ -46,7 +46,7 @@ from bosun.workers.policy import (
 from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 MIN_VERSION = "2.1.332"
 CODE_TOOLS = ("Bash", "Read", "Edit", "Write", "Glob", "Grep", "NotebookEdit")

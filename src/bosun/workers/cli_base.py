@@ -276,7 +276,7 @@ def _version_key(binary: str, args: tuple[str, ...]) -> str | None:
 
 
 def _version_file() -> Any:
-    from bosun.paths import cache_dir
+    from bosun.core.paths import cache_dir
 
     return cache_dir() / "cli-versions.json"
 
@@ -295,7 +295,7 @@ def _version_cache() -> dict[str, Any]:
 def _save_version(key: str, version: str) -> None:
     import json
 
-    from bosun.fileio import write_text_atomic
+    from bosun.core.fileio import write_text_atomic
 
     data = _version_cache()
     data[key] = version

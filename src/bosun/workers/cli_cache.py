@@ -16,10 +16,10 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bosun import paths
+from bosun.core import paths
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 # What a package manager leaves in a directory it installs into; anything else is removed.
 DEPENDENCY_FILES = frozenset({"node_modules", "package.json", "package-lock.json", "bun.lock", "bun.lockb",

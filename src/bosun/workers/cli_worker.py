@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from bosun.fileio import write_text_atomic
+from bosun.core.fileio import write_text_atomic
 from bosun.workers.base import ErrorClass, Usage, WorkerContext, WorkerInfo, WorkerResult, ev_error
 from bosun.workers.cli_base import cli_version, resolve_binary, run_cli, unset_variable, version_tuple
 from bosun.workers.jsonlines import JsonLinesParser
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 
 @dataclass
@@ -43,7 +43,7 @@ class CliSpec:
     install_note: str = ""  # appended to the "not found" advice (e.g. a Node version it needs)
     old_note: str = ""  # appended to the "older than" problem
     # The argv that tells the CLI a reasoning effort level, one of its row's ``effort_levels`` in
-    # bosun.adapters (None: the CLI has no such setting; the profile decides for CLIs that take it
+    # bosun.core.adapters (None: the CLI has no such setting; the profile decides for CLIs that take it
     # from the config bosun writes).
     effort_args: Callable[[str, Profile], list[str]] | None = None
 

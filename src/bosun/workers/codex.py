@@ -43,8 +43,8 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.adapters import ADAPTERS
-from bosun.fileio import write_text_atomic
+from bosun.core.adapters import ADAPTERS
+from bosun.core.fileio import write_text_atomic
 from bosun.workers.base import (
     ErrorClass,
     Usage,
@@ -66,7 +66,7 @@ from bosun.workers.jsonlines import JsonLinesParser
 from bosun.workers.policy import GUARD_ENV_TIMEOUTS, denied_commands
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 MIN_VERSION = "0.171.0"
 PROVIDER_ID = "bosun"

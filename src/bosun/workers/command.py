@@ -11,7 +11,7 @@ import json
 import shutil
 from typing import Any
 
-from bosun.config import Profile
+from bosun.core.config import Profile
 from bosun.workers.base import (
     EVENT_TYPES,
     ErrorClass,

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from bosun.fileio import write_text_atomic
+from bosun.core.fileio import write_text_atomic
 from bosun.workers.base import (
     Usage,
     WorkerContext,
@@ -65,7 +65,7 @@ from bosun.workers.policy import (
 from bosun.workers.sdk_stream import DENIED_RE
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 MIN_VERSION = "0.61.0"
 MAX_ATTEMPTS = 2

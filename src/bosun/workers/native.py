@@ -26,8 +26,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bosun.config import Profile
-from bosun.fileio import read_json, write_json_atomic
+from bosun.core.config import Profile
+from bosun.core.fileio import read_json, write_json_atomic
 from bosun.workers.base import (
     ErrorClass,
     Usage,

@@ -45,7 +45,7 @@ from bosun.workers.opencode_logwatch import LogWatch, finish_after_watch, log_di
 from bosun.workers.policy import SHELL_DENY, SHELL_TEXT_RULES
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 PROVIDER_ID = "bosun"
 AGENT_NAME = "bosun"

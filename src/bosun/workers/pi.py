@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.fileio import write_text_atomic
+from bosun.core.fileio import write_text_atomic
 from bosun.workers.base import (
     ErrorClass,
     Usage,
@@ -45,7 +45,7 @@ from bosun.workers.cli_worker import CliSpec, CliWorker, describe_cli
 from bosun.workers.jsonlines import JsonLinesParser
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 MIN_VERSION = "1.6.0"
 PROVIDER_ID = "bosun"

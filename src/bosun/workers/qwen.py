@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.fileio import write_text_atomic
+from bosun.core.fileio import write_text_atomic
 from bosun.workers.base import Usage, WorkerContext, WorkerResult
 from bosun.workers.cli_worker import CliSpec, CliWorker, load_usage_total, save_usage_total
 from bosun.workers.jsonlines import JsonLinesParser
@@ -47,7 +47,7 @@ from bosun.workers.policy import (
 from bosun.workers.sdk_stream import SdkStreamParser
 
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
 
 MIN_VERSION = "0.24.4"
 USAGE_FILE = "bosun-usage.json"  # in ~/.qwen: the session usage bosun has counted, for resumed sessions

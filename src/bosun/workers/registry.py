@@ -1,17 +1,17 @@
-"""Loads an adapter's class from the one table (``bosun.adapters``), lazily: CLI start-up stays fast."""
+"""Loads an adapter's class from the one table (``bosun.core.adapters``), lazily: CLI start-up stays fast."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 
-from bosun.adapters import ADAPTERS, unknown_adapter
-from bosun.errors import BadInput
+from bosun.core.adapters import ADAPTERS, unknown_adapter
+from bosun.core.errors import BadInput
 from bosun.workers.base import Worker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
     from bosun.workers.cli_worker import CliSpec
 
 

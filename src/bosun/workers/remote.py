@@ -7,7 +7,7 @@ integrates the returned change here exactly as for a local worker. See bosun.rem
 
 from __future__ import annotations
 
-from bosun.config import Profile
+from bosun.core.config import Profile
 from bosun.workers.base import WorkerContext, WorkerInfo, WorkerResult
 
 
@@ -15,7 +15,7 @@ class RemoteWorker:
     name = "remote"
 
     def run(self, ctx: WorkerContext) -> WorkerResult:
-        from bosun.errors import BosunError
+        from bosun.core.errors import BosunError
         from bosun.remote.client import run_remote
         from bosun.workers.base import ErrorClass, ev_error
 

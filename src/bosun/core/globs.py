@@ -1,7 +1,7 @@
 """Path globs for scope, locked paths and the always-locked defaults.
 
 One small dialect, used everywhere bosun judges a path, so a glob means the same thing in a task's
-``scope``, its ``locked`` list, ``bosun.toml`` and :data:`bosun.config.ALWAYS_LOCKED`.
+``scope``, its ``locked`` list, ``bosun.toml`` and :data:`bosun.core.config.ALWAYS_LOCKED`.
 
 Paths are POSIX and relative to the repo root ("src/app/main.py"). Matching is case-sensitive,
 like git on Linux. The rules:

@@ -5,15 +5,15 @@ Kept free of pydantic and rich so ``bosun show --json`` and ``bosun list --json`
 
 from __future__ import annotations
 
-from bosun.fileio import read_json
-from bosun.paths import run_dir
+from bosun.core.fileio import read_json
+from bosun.core.paths import run_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from bosun.result_types import RunResult
+    from bosun.core.result_types import RunResult
     from bosun.store.rows import RunRow
 
 # States that are an outcome without a fault: an ``error`` recorded on the way there is history,

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bosun.errors import BadInput, Problem, ProblemsFound
-from bosun.worktree_config import WorktreeConfig
+from bosun.core.errors import BadInput, Problem, ProblemsFound
+from bosun.core.worktree_config import WorktreeConfig
 
 
 class Mode(str, Enum):

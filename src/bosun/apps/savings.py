@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bosun.fileio import read_json
-from bosun.paths import run_dir
+from bosun.core.fileio import read_json
+from bosun.core.paths import run_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def _repo_key(repo: Path) -> str:
-    from bosun.errors import BosunError
+    from bosun.core.errors import BosunError
     from bosun.isolation.git import repo_root
 
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun import proc
-from bosun.contract import TaskContract, VerifyCommand
+from bosun.core.contract import TaskContract, VerifyCommand
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
@@ -189,7 +189,7 @@ def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
     """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
     being verified and the verification's own HOME. None when the sandbox is off or unavailable
     (``required`` already refused the run before its worker started)."""
-    from bosun.config import load_settings
+    from bosun.core.config import load_settings
     from bosun.sandbox import Confinement, probe
 
     if load_settings(repo).sandbox == "off" or probe().mechanism == "none":

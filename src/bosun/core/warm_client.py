@@ -40,7 +40,7 @@ def socket_path(home: str) -> str:
     A Unix socket's path is limited to ~107 bytes, so it is not inside the home (a deep temporary
     directory would not fit) but in ``$XDG_RUNTIME_DIR/bosun`` or ``/tmp/bosun-<uid>``, named by a
     hash of the home."""
-    from bosun.lean_imports import sha256  # hashlib would load OpenSSL
+    from bosun.core.lean_imports import sha256  # hashlib would load OpenSSL
 
     base = os.environ.get("XDG_RUNTIME_DIR", "")
     root = os.path.join(base, "bosun") if os.path.isabs(base) else f"/tmp/bosun-{os.getuid()}"
@@ -104,10 +104,10 @@ def run(argv: list[str]) -> int | None:
     if not eligible(argv):
         return None
     try:
-        from bosun.lean_imports import import_pathlib
+        from bosun.core.lean_imports import import_pathlib
 
-        import_pathlib()  # before bosun.paths: without urllib.parse and the Windows modules
-        from bosun.paths import bosun_home, db_path
+        import_pathlib()  # before bosun.core.paths: without urllib.parse and the Windows modules
+        from bosun.core.paths import bosun_home, db_path
 
         home = str(bosun_home())
         store_fd = os.open(db_path(), os.O_RDWR | os.O_CLOEXEC)

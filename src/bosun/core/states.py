@@ -8,7 +8,7 @@ Anything not in ``TRANSITIONS`` is refused.
 
 from __future__ import annotations
 
-from bosun.errors import InvalidTransition
+from bosun.core.errors import InvalidTransition
 
 PREPARED = "prepared"
 WORKING = "working"

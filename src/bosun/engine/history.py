@@ -12,8 +12,8 @@ import re
 import time
 from pathlib import Path
 
-from bosun.fileio import read_json
-from bosun.paths import run_dir
+from bosun.core.fileio import read_json
+from bosun.core.paths import run_dir
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, list_runs, refresh_start, save_index, stale_runs
 
@@ -172,13 +172,13 @@ class _Prices:
     def cost(self, run: dict[str, Any], usage: dict[str, Any]) -> float:
         if not usage or not run.get("profile"):
             return 0.0
-        from bosun.metrics import cost_usd
+        from bosun.engine.metrics import cost_usd
         from bosun.workers.base import Usage
 
         repo = str(run.get("repo") or "")
         if repo not in self._settings:
             try:
-                from bosun.config import load_settings
+                from bosun.core.config import load_settings
 
                 self._settings[repo] = load_settings(Path(repo) if repo else None)
             except Exception:  # noqa: BLE001 - a broken or vanished config prices nothing; history still works
@@ -192,7 +192,7 @@ class _Prices:
 
 def parse_date(text: str, now: float | None = None) -> float:
     """``YYYY-MM-DD`` (UTC midnight), ``today``, or a relative ``7d`` / ``12h`` / ``2w`` before now."""
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
 
     now = time.time() if now is None else now
     text = text.strip().lower()

@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.config import Profile, Settings
-    from bosun.settings_cache import ProfileView, SettingsView
+    from bosun.core.config import Profile, Settings
+    from bosun.core.settings_cache import ProfileView, SettingsView
 
 
 def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
@@ -63,8 +63,8 @@ def _probe(base_url: str) -> list[str]:
 def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
     import shutil
 
-    from bosun.adapters import ADAPTERS
-    from bosun.config import load_settings
+    from bosun.core.adapters import ADAPTERS
+    from bosun.core.config import load_settings
 
     report: dict[str, Any] = {"git": shutil.which("git"), "config_error": None, "profiles": [], "adapters": []}
     try:
@@ -103,7 +103,7 @@ def sandbox_report(setting: str | None) -> dict[str, Any]:
 
 
 def _check_adapter(name: str) -> dict[str, Any]:
-    from bosun.config import Profile
+    from bosun.core.config import Profile
     from bosun.workers.registry import get_worker
 
     try:
@@ -145,7 +145,7 @@ def worker_rows(repo: Path, settings: Settings | SettingsView | None = None) -> 
     from bosun.store.db import open_store
 
     if settings is None:
-        from bosun.config import load_settings
+        from bosun.core.config import load_settings
 
         settings = load_settings(repo)
     store = open_store()

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.errors import BosunError
+from bosun.core.errors import BosunError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,7 +35,7 @@ def notify_run(ctx: Ctx, run_id: str) -> list[str]:
         return []
     if run["state"] in RUNNING or not (cfg.command or cfg.bell or cfg.desktop):
         return []
-    from bosun.results import run_result
+    from bosun.engine.results import run_result
 
     done: list[str] = []
     from bosun.engine.verdict import one_line
@@ -84,8 +84,8 @@ def _bell() -> str:
 
 def headline(run: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> str:
     """What a notification says first: the verdict as every surface says it, then the state."""
+    from bosun.core.states import shown_state
     from bosun.engine.verdict import one_line
-    from bosun.states import shown_state
 
     state = shown_state(run["state"], run.get("merged_commit"))
     return f"bosun: {one_line(verdict)}" if verdict else f"bosun: {state}"

@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     import threading
 
 # Imported before the first fork; every copy starts with them: every module of these packages (the
-# engine, the workers, isolation, the sandbox, the store, the gates, plans) and bosun's top-level
-# modules, the command-line handlers, then the tokenizer's vocabulary. Not the optional parts (the
+# base layer, the apps, the engine, the workers, isolation, the sandbox, the store, the gates, plans)
+# and bosun's top-level modules, the command-line handlers, then the tokenizer's vocabulary. Not the optional parts (the
 # MCP server, the dashboard, remote workers), which load their own dependencies. No module of
 # bosun's starts a thread or reads the environment at import (a copy's environment is the caller's).
-PRELOAD_PACKAGES = ("engine", "workers", "isolation", "sandbox", "store", "gates", "plans", "parents")
+PRELOAD_PACKAGES = ("core", "apps", "engine", "workers", "isolation", "sandbox", "store", "gates", "plans", "parents")
 PRELOAD = ("bosun.cli.main", "bosun.cli.dispatch", "bosun.cli.handlers", "bosun.cli.render", "bosun.cli.views",
            "bosun.cli.plan_cli", "bosun.cli.pool_cli", "xml.etree.ElementTree", "ctypes")
-NOT_PRELOADED = ("bosun.__main__", "bosun.warm_server")
+NOT_PRELOADED = ("bosun.__main__", "bosun.cli.warm_server")
 REQUEST_TIMEOUT_S = 10.0  # a caller that connects and sends nothing: its copy gives up after this
 MAX_REQUEST = 4 << 20
 GO = b"go\n"
@@ -44,7 +44,7 @@ def preload() -> None:
     import pkgutil
 
     import bosun
-    from bosun.metrics import _encoder
+    from bosun.engine.metrics import _encoder
 
     names = [*PRELOAD]
     for info in pkgutil.iter_modules(bosun.__path__, "bosun."):
@@ -92,7 +92,7 @@ def changed_modules(stamps: dict[str, tuple[int, int]]) -> list[str]:
 
 class Server:
     def __init__(self, home: str, idle_s: float) -> None:
-        from bosun.warm_client import socket_path, stamp
+        from bosun.core.warm_client import socket_path, stamp
 
         self.home = home
         self.idle_s = idle_s
@@ -110,7 +110,7 @@ class Server:
         import socket
         import time
 
-        from bosun.warm_client import private_dir_ok
+        from bosun.core.warm_client import private_dir_ok
 
         directory = os.path.dirname(self.path)
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -215,7 +215,7 @@ def _single_instance(home: str) -> int | None:
 def _write_info(home: str, info: dict[str, object]) -> None:
     from pathlib import Path
 
-    from bosun.fileio import write_json_atomic
+    from bosun.core.fileio import write_json_atomic
 
     write_json_atomic(Path(home) / "warm.json", info)
 
@@ -290,7 +290,7 @@ def take_request(conn: socket_module.socket, server: Server) -> dict[str, object
             raise Refused("a request cut short")
         payload += chunk
     request = _well_formed(json.loads(payload))
-    from bosun.warm_client import PROTOCOL
+    from bosun.core.warm_client import PROTOCOL
 
     if request.get("protocol") != PROTOCOL or request.get("home") != server.home:
         raise Refused("another protocol or bosun home")
@@ -444,7 +444,7 @@ def run_copy(conn: socket_module.socket, server: Server) -> int:
     assert isinstance(argv, list)
     try:
         from bosun.cli.main import main
-        from bosun.errors import interrupted_exit_code, raise_on_termination
+        from bosun.core.errors import interrupted_exit_code, raise_on_termination
 
         raise_on_termination()  # as the command run the ordinary way does
 
@@ -503,10 +503,10 @@ def _send(conn: socket_module.socket, message: dict[str, object]) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bosun.warm_server")
+    parser = argparse.ArgumentParser(prog="python -m bosun.cli.warm_server")
     parser.add_argument("--idle", type=float, default=60.0, help="minutes without a command before exiting")
     args = parser.parse_args(argv)
-    from bosun.paths import bosun_home
+    from bosun.core.paths import bosun_home
 
     home = str(bosun_home())
     os.environ["BOSUN_HOME"] = home

@@ -5,7 +5,7 @@ A leaf module: the store checks transitions against it and the plans package nam
 
 from __future__ import annotations
 
-from bosun.errors import InvalidTransition
+from bosun.core.errors import InvalidTransition
 
 # -- plan states --------------------------------------------------------------------------------
 

@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 from bosun import __version__
-from bosun.errors import BadInput
-from bosun.lean_imports import sha256
+from bosun.core.errors import BadInput
+from bosun.core.lean_imports import sha256
 
 TYPE_CHECKING = False  # typing's would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def read_config(path: Path) -> bytes | None:
 
 def config_files(repo: Path | None) -> list[Path]:
     """The files ``load_settings(repo)`` reads, lowest precedence first."""
-    from bosun.paths import user_config_path
+    from bosun.core.paths import user_config_path
 
     files = [user_config_path()]
     if repo is not None:
@@ -96,7 +96,7 @@ def _stamp(path: str) -> list[Any]:
 
 
 def _entry_path(files: list[Path]) -> Path:
-    from bosun.paths import bosun_home
+    from bosun.core.paths import bosun_home
 
     name = sha256("\0".join(os.path.abspath(f) for f in files).encode()).hexdigest()[:32]
     return bosun_home() / "settings-cache" / f"{name}.json"
@@ -106,7 +106,7 @@ def store(contents: list[tuple[Path, bytes | None]], env: dict[str, Any], settin
     """Keep ``settings`` (validated from exactly ``contents`` and ``env``) for the read-only verbs.
 
     Best effort: a home that cannot be written only means the next read validates again."""
-    from bosun.fileio import write_bytes_atomic
+    from bosun.core.fileio import write_bytes_atomic
 
     key = cache_key(contents, env)
     path = _entry_path([p for p, _ in contents])

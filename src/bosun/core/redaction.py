@@ -39,7 +39,7 @@ def secret_values(env: dict[str, str] | None = None) -> list[str]:
 
 
 def redact_text(text: str, values: list[str] | None = None) -> str:
-    from bosun.secretscan import redact_line
+    from bosun.core.secretscan import redact_line
 
     for value in secret_values() if values is None else values:
         if value in text:
@@ -61,7 +61,7 @@ def redact(obj: Any, values: list[str] | None = None) -> Any:
 
 def contains_secret(text: str) -> list[str]:
     """What kinds of secret ``text`` holds (values withheld): for refusing a task before dispatch."""
-    from bosun.secretscan import scan_line
+    from bosun.core.secretscan import scan_line
 
     kinds: list[str] = []
     if any(v in text for v in secret_values()):
@@ -78,7 +78,7 @@ def refuse_secret_in_task(texts: dict[str, str], allow: bool) -> None:
     every record bosun keeps would see it. ``texts`` maps where the text comes from to the text."""
     if allow:
         return
-    from bosun.errors import BadInput
+    from bosun.core.errors import BadInput
 
     for where, text in texts.items():
         kinds = contains_secret(text)

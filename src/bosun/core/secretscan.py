@@ -1,7 +1,7 @@
 """Recognising credentials in text: known key formats and assignments of real-looking values.
 
 Used by the SECRET_DETECTED gate (:mod:`bosun.gates.secrets`, which also joins split literals) and by
-:mod:`bosun.redaction`, which masks what it finds in everything bosun writes or prints. A leaf module:
+:mod:`bosun.core.redaction`, which masks what it finds in everything bosun writes or prints. A leaf module:
 it imports nothing of bosun's, so the read-only CLI verbs can redact without loading the gates.
 
 * Known key formats, recognisable anywhere: AWS access key ids (AKIA/ASIA), GitHub tokens

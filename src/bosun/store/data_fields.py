@@ -47,9 +47,9 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "verification_passed": ("engine.lifecycle",),
     "gates_ok": ("engine.lifecycle",),
     "verified_tree": ("engine.lifecycle",),
-    "review_escalate": ("engine.lifecycle",),
-    "review_reasons": ("engine.lifecycle",),
-    "review_usage": ("engine.lifecycle",),
+    "review_escalate": ("engine.checking",),
+    "review_reasons": ("engine.checking",),
+    "review_usage": ("engine.checking",),
     "read_only_violation": ("engine.approval",),
     "answer_verified": ("engine.approval",),
     # approval and landing

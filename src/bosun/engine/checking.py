@@ -1,0 +1,103 @@
+"""The verify phase: what bosun finds about one worked run, as one typed value.
+
+``check_worked`` reads the worker's change itself (``read_run_change``), runs the verify commands on
+exactly those bytes, runs every gate on that tree, and the self-review when the profile asks for it.
+Its ``Checked`` is everything the verdict is built from; ``lifecycle`` records it and moves the run
+to ``verified`` (every gate green) or ``rejected``, and ``engine/verdict.py`` reads the record. The
+gates come from five places (the worker step's git-dir watch, the read-only quarantine, the tree's
+gates, the answer check, the self-review); they are put together here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bosun.core import paths
+from bosun.core.changes import GateResult
+from bosun.engine import record
+from bosun.engine.context import Ctx, read_run_change
+
+if TYPE_CHECKING:
+    from bosun.core.contract import TaskContract
+    from bosun.store.rows import RunRow
+
+
+@dataclass
+class Checked:
+    """What the verify phase found: the tree it verified, its diff, the verification and the gates."""
+
+    tree: str
+    diff: bytes
+    diff_sha256: str
+    files_changed: int
+    verification: dict[str, Any]
+    gates: list[GateResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[str]:
+        return [g.code for g in self.gates if not g.ok]
+
+
+def check_worked(ctx: Ctx, run: RunRow, task: TaskContract) -> Checked:
+    """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
+    from bosun.core.contract import Mode
+    from bosun.engine import approval
+    from bosun.engine.verifying import digest, gates_for_tree, verify_change
+    from bosun.isolation.lingering import stop_lingering
+
+    run_id = run["id"]
+    settings = ctx.settings(Path(run["repo"]))
+    window = (run.get("data") or {}).get("worker_window")
+    killed = stop_lingering(Path(run["worktree"]), (window[0], window[1]) if window else None)
+    if killed:
+        system_event(run_id, "stopped processes the worker left running before verification: " + ", ".join(killed[:10]))
+    violation = approval.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
+    change = read_run_change(run)
+    verification, extra_gates = verify_change(run, task, change, tamper_gates(run))
+    record.write_doc(run_id, record.VERIFICATION, verification)
+    diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
+                                 on_disk=not verification.get("skipped"), scanned=change)
+    gates = extra_gates + gates
+    gates.extend(g for g in (violation, approval.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
+    checked = Checked(change.tree, diff, digest(diff), len(change.changes), verification, gates)
+    if not checked.failed and task.mode == Mode.code:
+        checked.gates.extend(self_review(ctx, run, task, checked))
+    return checked
+
+
+def system_event(run_id: str, text: str) -> None:
+    from bosun.workers.base import ev_message
+
+    record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(text, role="system"))
+
+
+def tamper_gates(run: RunRow) -> list[GateResult]:
+    """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir."""
+    found = (run.get("data") or {}).get("user_git_tampered")
+    if not found:
+        return []
+    detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
+    if found.get("restored"):
+        detail += "; bosun restored " + ", ".join(found["restored"][:5])
+    if found.get("failed"):
+        detail += "; NOT restored: " + ", ".join(found["failed"][:5])
+    return [GateResult("USER_GIT_TAMPERED", False, detail)]
+
+
+def self_review(ctx: Ctx, run: RunRow, task: TaskContract, checked: Checked) -> list[GateResult]:
+    """Run self-review when the profile asks for it. A reviewer that edits files is a red gate; its
+    findings are reasons for review (engine/approval.py)."""
+    from bosun.engine.approval import self_review_gate
+    from bosun.engine.self_review import run_self_review
+
+    judged = run_self_review(ctx, run, task, checked.diff, checked.diff_sha256, checked.verification)
+    if judged is None:
+        return []
+    ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
+                         review_usage=judged.get("usage"))
+    gates = [g for g in [self_review_gate(judged)] if g]
+    if read_run_change(run).tree != checked.tree:
+        gates.append(GateResult("REVIEW_CHANGED_TREE", False, "the read-only review turn changed files in the worktree"))
+    return gates

@@ -40,3 +40,12 @@ def test_the_configuration_reference_lists_every_adapter_in_order():
 
 def test_the_guide_to_writing_an_adapter_is_there():
     assert "## Writing an adapter" in WORKERS_MD.read_text()
+
+
+def test_every_adapter_shares_the_cli_base_or_says_why_not():
+    from bosun.workers.cli_worker import CliWorker
+
+    for name in NAMES:
+        cls = type(get_worker(name))
+        if not issubclass(cls, CliWorker):
+            assert (cls.__doc__ or "").startswith("Not a ``CliWorker``: "), f"{name}: say in one line why not"

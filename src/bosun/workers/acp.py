@@ -92,6 +92,8 @@ SPEC = CliSpec(
 
 
 class AcpWorker(CliWorker):
+    """A ``CliWorker`` whose program is the profile's ``command`` (any ACP agent), spoken to over JSON-RPC."""
+
     name = "acp"
     spec = SPEC
 

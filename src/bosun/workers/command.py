@@ -65,6 +65,8 @@ READ_ONLY_UNENFORCED = ("read-only modes: a command worker is only told BOSUN_MO
 
 
 class CommandWorker:
+    """Not a ``CliWorker``: the program is the user's own (any argv), with no stream, version or flags to know."""
+
     name = "command"
 
     def run(self, ctx: WorkerContext) -> WorkerResult:

@@ -323,6 +323,8 @@ def _usage_from(u: dict[str, Any]) -> Usage:
 
 
 class NativeWorker:
+    """Not a ``CliWorker``: no external CLI; bosun itself speaks to the model endpoint (the agent loop here)."""
+
     name = "native"
 
     def describe(self, profile: Profile) -> WorkerInfo:

@@ -12,6 +12,8 @@ from bosun.workers.base import WorkerContext, WorkerInfo, WorkerResult
 
 
 class RemoteWorker:
+    """Not a ``CliWorker``: the worker step runs on a remote agent's machine, reached over NATS (bosun.remote)."""
+
     name = "remote"
 
     def run(self, ctx: WorkerContext) -> WorkerResult:

@@ -70,8 +70,35 @@ def isolate(root: Path) -> None:
                        "BOSUN_WARM": "0"})
 
 
-def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any]]:
+# The functions that are the phases of a delegation, and the phase each one is.
+PHASES = {
+    ("bosun.engine.lifecycle", "prepare"): "prepare",
+    ("bosun.engine.lifecycle", "work"): "attempt",
+    ("bosun.engine.lifecycle", "_verify_worked"): "verify",
+    ("bosun.engine.verdict", "decide"): "verdict",
+    ("bosun.engine.lifecycle", "approve"): "land",
+    ("bosun.engine.lifecycle", "integrate"): "land",
+}
+
+
+def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any], dict[str, set[tuple[str, int]]]]:
     path: list[str] = []
+    lines: dict[str, set[tuple[str, int]]] = {}
+    phase_stack: list[tuple[Any, str]] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith("bosun"):
+            return None  # no line events inside other libraries
+        if event == "call":
+            phase = PHASES.get((name, frame.f_code.co_name))
+            if phase is not None:
+                phase_stack.append((frame, phase))
+        elif event == "line" and phase_stack:
+            lines.setdefault(phase_stack[-1][1], set()).add((frame.f_code.co_filename, frame.f_lineno))
+        elif event == "return" and phase_stack and phase_stack[-1][0] is frame:
+            phase_stack.pop()
+        return tracer
 
     def profiler(frame: Any, event: str, arg: Any) -> None:
         if event not in ("call", "return"):
@@ -88,12 +115,14 @@ def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any]]:
     out = io.StringIO()
     os.chdir(repo)
     sys.setprofile(profiler)
+    sys.settrace(tracer)
     try:
         with contextlib.redirect_stdout(out):
             code = main(["delegate", str(task), "--auto-approve", "--json"])
     finally:
+        sys.settrace(None)
         sys.setprofile(None)
-    return path, code, json.loads(out.getvalue().strip().splitlines()[-1])
+    return path, code, json.loads(out.getvalue().strip().splitlines()[-1]), lines
 
 
 def layer_of(module: str) -> int:
@@ -120,6 +149,15 @@ def measure(path: list[str]) -> dict[str, Any]:
             "climb_pairs": Counter(f"{unit(a)} -> {unit(b)}" for a, b in climbs).most_common(8)}
 
 
+def phase_rows(lines: dict[str, set[tuple[str, int]]]) -> list[str]:
+    rows = []
+    for phase in ("prepare", "attempt", "verify", "verdict", "land"):
+        seen = lines.get(phase, set())
+        files = {f for f, _ in seen}
+        rows.append(f"| {phase} | {len(seen)} | {len(files)} |")
+    return rows
+
+
 def report(m: dict[str, Any], state: str, verdict: str) -> str:
     layers = ", ".join(f"{k} {v}" for k, v in sorted(m["ran_by_layer"].items(), key=lambda kv: RANK_ORDER[kv[0]]))
     pairs = "; ".join(f"{p} ({n})" for p, n in m["climb_pairs"])
@@ -140,6 +178,13 @@ def report(m: dict[str, Any], state: str, verdict: str) -> str:
         "",
         f"Most frequent climbs: {pairs}.",
         "",
+        "Lines of bosun's code each phase ran (distinct lines executed on the main thread while in the",
+        "phase, the modules those lines are in): what a reader must follow to know what the phase does.",
+        "",
+        "| phase | lines run | modules |",
+        "|---|---|---|",
+        *m["phase_rows"],
+        "",
         f"The {len(m['on_path'])} modules on the path, the leaves left out: "
         + ", ".join(f"`{x.removeprefix('bosun.')}`" for x in m["on_path"]) + ".",
         END,
@@ -157,9 +202,10 @@ def main() -> int:
         root = Path(tmp)
         isolate(root)
         repo = make_repo(root)
-        path, code, result = trace(repo, root / "task.json")
+        path, code, result, lines = trace(repo, root / "task.json")
         os.chdir(ROOT)
     m = measure(path)
+    m["phase_rows"] = phase_rows(lines)
     verdict = (result.get("verdict") or {}).get("outcome")
     text = report(m, result.get("state"), verdict)
     print(text)

@@ -20,3 +20,8 @@ def test_the_delegation_trace_measures_a_landed_run():
     assert numbers["bosun modules imported"] >= numbers["bosun modules that ran a function"] > 10
     assert numbers["climbs back up a layer"] >= numbers[
         "the same through the layers (base and proc, the leaves, left out): climbs"] > 0
+    phases = {p: (int(n), int(m)) for p, n, m in re.findall(r"^\| (prepare|attempt|verify|verdict|land) \| (\d+) \| (\d+) \|",
+                                                          done.stdout, re.M)}
+    assert set(phases) == {"prepare", "attempt", "verify", "verdict", "land"}
+    assert phases["verdict"][1] == 1  # the verdict is built in one module, engine/verdict.py
+    assert all(lines > 0 for lines, _ in phases.values())

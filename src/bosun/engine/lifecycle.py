@@ -19,6 +19,7 @@ from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
 from bosun.engine.context import Ctx, load_task, new_run_id, read_run_change
+from bosun.engine.stops import RunStopped, recorded
 from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
@@ -115,13 +116,14 @@ def prepare(
     remote, cap = active_cap(settings, choice.profile.adapter, remote_cap)
     with locks.concurrency_slot(lambda: ctx.store.count_active(remote=remote), cap, wait):
         ctx.store.insert_run(run, prompt=task.prompt)
-    try:
-        wt = open_worktree(ctx.store, settings, task, repo, run_id, branch, start, wt)
-        view = create_view(rdir, wt, repo, start)
-        set_up_run(ctx.store, settings, task, repo, run_id, wt, start, view)
-    except BosunError as exc:
-        _fail(ctx, run_id, states.PREPARED, f"worktree creation failed: {exc.message}")
-        raise
+    with recorded(ctx, run_id, states.PREPARED):
+        try:
+            wt = open_worktree(ctx.store, settings, task, repo, run_id, branch, start, wt)
+            view = create_view(rdir, wt, repo, start)
+            set_up_run(ctx.store, settings, task, repo, run_id, wt, start, view)
+        except BosunError as exc:
+            reason = f"worktree creation failed: {exc.message}"
+            raise RunStopped(states.FAILED, BosunError(reason, "", code="FAILED"), reason, cause=exc) from exc
     ctx.store.merge_data(run_id, view_objects=str(view.objects))
     return ctx.store.require_run(run_id)
 
@@ -150,11 +152,6 @@ def _strip_holdout(repo: Path, start: str, holdout: list[str], scratch: Path) ->
     from bosun.engine.heldout import strip_holdout
 
     return strip_holdout(repo, start, holdout, scratch)
-
-
-def _fail(ctx: Ctx, run_id: str, expected: str, reason: str, to: str = states.FAILED) -> None:
-    ctx.store.merge_data(run_id, error={"code": to.upper(), "message": reason, "hint": ""})
-    ctx.store.transition(run_id, expected, to, reason)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,7 +223,9 @@ def work(
                 reason = "interrupted: " + (type(exc).__name__)
                 ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, reason)
             raise
-        return _finish_work(ctx, run_id, outcome)
+        with recorded(ctx, run_id, states.WORKING):
+            return _finish_work(ctx, run_id, outcome)
+        return ctx.store.require_run(run_id)  # cancelled
 
 
 def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
@@ -262,18 +261,14 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> RunRow:
         ctx.store.transition(run_id, states.WORKING, states.WORKED, f"worker finished ({outcome.profile})")
         return ctx.store.require_run(run_id)
     if res.status == "cancelled":
-        ctx.store.merge_data(run_id, error=cancelled_error(run_id), **data)
-        ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled during work")
-        return ctx.store.require_run(run_id)
+        raise RunStopped(states.CANCELLED, BosunError(**cancelled_error(run_id)), "cancelled during work",
+                         raises=False, data=data)
     # The failure is made once, as the exception the caller gets, and recorded as that exception says.
     message = res.error_message or f"worker {res.status}"
     code = (res.error_class.value if res.error_class else res.status).upper()
     failure = (TimedOut(message, outcome.hint or "raise timeout_s in the task or profile", code="TIMEOUT")
                if res.status == "timeout" else BosunError(message, outcome.hint, code=code))
-    ctx.store.merge_data(run_id, error=failure.to_dict(), **data)
-    to = states.BLOCKED if outcome.blocked else states.FAILED
-    ctx.store.transition(run_id, states.WORKING, to, message[:500])
-    raise failure
+    raise RunStopped(states.BLOCKED if outcome.blocked else states.FAILED, failure, message, data=data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,14 +301,13 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
     ctx.store.update_run(run_id, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
     ctx.store.merge_data(run_id, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
                          verified_tree=checked.tree, acknowledged=None)
-    if checked.failed:
-        err = BosunError("rejected by " + ", ".join(checked.failed),
-                         f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
-                         "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
-                         code="GATES_FAILED")
-        ctx.store.merge_data(run_id, error=err.to_dict())
-        ctx.store.transition(run_id, states.WORKED, states.REJECTED, "gates failed: " + ", ".join(checked.failed))
-    else:
+    with recorded(ctx, run_id, states.WORKED):
+        if checked.failed:
+            raise RunStopped(states.REJECTED, BosunError(
+                "rejected by " + ", ".join(checked.failed),
+                f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
+                "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
+                code="GATES_FAILED"), "gates failed: " + ", ".join(checked.failed), raises=False)
         ctx.store.merge_data(run_id, error=None)
         ctx.store.transition(run_id, states.WORKED, states.VERIFIED, "verification passed, all gates green")
     return ctx.store.require_run(run_id)

@@ -68,7 +68,8 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "parent_meter": ("mcp.ops",),
     "parent_measured": ("mcp.ops",),
     # how the run stopped, when it did not succeed (one writer per stop: see each module)
-    "error": ("engine.lifecycle", "engine.approval", "engine.integration", "engine.teardown", "plans.task_runner"),
+    "error": ("engine.stops", "engine.lifecycle", "engine.approval", "engine.integration", "engine.teardown",
+              "plans.task_runner"),
 }
 
 

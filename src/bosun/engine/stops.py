@@ -1,0 +1,43 @@
+"""How a phase ends a run that did not go on: one exception, ``RunStopped``, recorded in one place.
+
+A phase that ends the run (a worktree that could not be made, a worker that failed, was blocked or
+was cancelled, gates that refused the change) raises ``RunStopped`` with everything the record needs:
+the state the run ends in, the error, the reason for the transition and any data that goes with it.
+``recorded`` is the one handler: it writes the error once, moves the run, and raises what the caller
+must get (the same error, as the exception it was made as), or lets the verb return the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from bosun.core.errors import BosunError
+
+if TYPE_CHECKING:
+    from bosun.engine.context import Ctx
+
+
+class RunStopped(Exception):
+    """A phase ended the run in ``to``. ``error`` is what the record says and, with ``raises``, what the
+    caller gets once it is recorded (``cause`` instead, when a lower step's own error says more to the
+    caller than the run's summary of it); without ``raises`` the verb returns the run in its new state."""
+
+    def __init__(self, to: str, error: BosunError, reason: str, *, raises: bool = True,
+                 data: dict[str, Any] | None = None, cause: BosunError | None = None) -> None:
+        super().__init__(reason)
+        self.to, self.error, self.reason, self.raises = to, error, reason, raises
+        self.data, self.cause = data or {}, cause
+
+
+@contextmanager
+def recorded(ctx: Ctx, run_id: str, expected: str) -> Iterator[None]:
+    """Run a phase of a run in state ``expected``; a ``RunStopped`` it raises is recorded here."""
+    try:
+        yield
+    except RunStopped as stop:
+        ctx.store.merge_data(run_id, error=stop.error.to_dict(), **stop.data)
+        ctx.store.transition(run_id, expected, stop.to, stop.reason[:500])
+        if stop.raises:
+            raise (stop.cause or stop.error) from None

@@ -1,0 +1,55 @@
+"""A phase that ends a run raises RunStopped; the one handler records the error once, moves the run,
+and raises to the caller exactly what was recorded (or the lower step's own error, when given)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from bosun.core.errors import BosunError, TimedOut
+from bosun.engine.stops import RunStopped, recorded
+from bosun.store.db import Store
+from tests.unit.test_store import _run
+
+
+def _ctx(tmp_path, state):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-1", state))
+    return SimpleNamespace(store=store)
+
+
+def test_a_raising_stop_records_the_error_it_raises(tmp_path):
+    ctx = _ctx(tmp_path, "working")
+    failure = TimedOut("worker timeout after 5 s", "raise timeout_s", code="TIMEOUT")
+    with pytest.raises(TimedOut) as raised, recorded(ctx, "run-1", "working"):
+        raise RunStopped("failed", failure, "worker timeout after 5 s", data={"bosun_pid": None})
+    run = ctx.store.get_run("run-1")
+    assert raised.value is failure
+    assert run["state"] == "failed" and run["data"]["error"] == failure.to_dict() and "bosun_pid" in run["data"]
+
+
+def test_a_quiet_stop_moves_the_run_and_lets_the_verb_return_it(tmp_path):
+    ctx = _ctx(tmp_path, "worked")
+    with recorded(ctx, "run-1", "worked"):
+        raise RunStopped("rejected", BosunError("rejected by SCOPE", "see show", code="GATES_FAILED"),
+                         "gates failed: SCOPE", raises=False)
+    run = ctx.store.get_run("run-1")
+    assert run["state"] == "rejected" and run["data"]["error"]["code"] == "GATES_FAILED"
+
+
+def test_the_cause_reaches_the_caller_and_the_summary_the_record(tmp_path):
+    ctx = _ctx(tmp_path, "prepared")
+    cause = BosunError("git worktree add failed", "check the repository", code="GIT")
+    with pytest.raises(BosunError) as raised, recorded(ctx, "run-1", "prepared"):
+        raise RunStopped("failed", BosunError("worktree creation failed: git worktree add failed", code="FAILED"),
+                         "worktree creation failed", cause=cause)
+    assert raised.value is cause
+    assert ctx.store.get_run("run-1")["data"]["error"]["code"] == "FAILED"
+
+
+def test_nothing_is_recorded_when_the_phase_ends_normally(tmp_path):
+    ctx = _ctx(tmp_path, "worked")
+    with recorded(ctx, "run-1", "worked"):
+        pass
+    assert ctx.store.get_run("run-1")["state"] == "worked" and "error" not in ctx.store.get_run("run-1")["data"]

@@ -57,10 +57,10 @@ def test_recover_without_a_diff_goes_back_to_prepared(cli, repo, task_file):
 
     ctx = Ctx(open_store())
     run = prepare(ctx, load_contract(task_file), repo, "fix")
-    ctx.store.transition(run["id"], "prepared", "working", "simulated crash")
-    code, res = cli("recover", run["id"], "--json")
+    ctx.store.transition(run.id, "prepared", "working", "simulated crash")
+    code, res = cli("recover", run.id, "--json")
     assert code == 0 and res["state"] == "prepared"
-    code, res = cli("work", run["id"], "--json")
+    code, res = cli("work", run.id, "--json")
     assert res["state"] == "worked"
 
 

@@ -41,7 +41,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 def test_a_delegation_reads_its_task_never_and_the_engine_reads_the_config_once(reads, repo, task_file):
     run = delegate(Ctx(open_store()), load_contract(task_file), repo, "fix", auto_approve=True)
-    assert run["state"] == "cleaned" and run["merged_commit"]
+    assert run.state == "cleaned" and run.merged_commit
     assert reads["task"] == 0
     # The pre-flight checks read it and the context keeps it: no verb reads it again. (Each
     # verification still asks for its sandbox setting on its own.)

@@ -105,9 +105,9 @@ def test_gc_removes_exactly_what_is_finished_or_orphaned(cli, repo, tmp_path, is
         final = isolated_home / "runs" / cancelled["id"] / "final.patch"
         assert "half-done work" in final.read_text()
         store = open_store()
-        assert store.require_run(reported["id"])["state"] == "cleaned"
-        assert store.require_run(verified["id"])["state"] == "verified"
-        assert store.require_run(held["id"])["state"] == "reported"
+        assert store.require_run(reported["id"]).state == "cleaned"
+        assert store.require_run(verified["id"]).state == "verified"
+        assert store.require_run(held["id"]).state == "reported"
     finally:
         sleeper.kill()
         sleeper.wait()

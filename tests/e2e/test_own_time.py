@@ -104,7 +104,7 @@ def test_on_worker_start_runs_once_the_worker_process_exists(repo, task_file):
     settings = ctx.settings(repo)
 
     def started() -> None:
-        calls.append(ctx.store.require_run(run["id"])["data"].get("worker_pid"))
+        calls.append(ctx.store.require_run(run.id).data.worker_pid)
 
     outcome = run_attempts(ctx, settings, run, load_contract(task_file), on_worker_start=started)
     assert outcome.result.ok

@@ -148,8 +148,8 @@ def test_diamond_runs_waves_in_parallel_and_lands_one_commit(cli, prepo, tmp_pat
     assert max(s for s, _ in intervals) < min(e for _, e in intervals), intervals
     # Wave 3 started from the integration head holding every wave-2 merge.
     e_run = store.require_run(tasks["e"]["run_id"])
-    assert e_run["base"] == tasks["d"]["merged_commit"]
-    assert e_run["source_branch"] == f"bosun/plan-base/{res['id']}"  # judged against its wave base
+    assert e_run.base == tasks["d"]["merged_commit"]
+    assert e_run.source_branch == f"bosun/plan-base/{res['id']}"  # judged against its wave base
     # Run records are truthful: approved, then integrated into the integration branch, then cleaned.
     history = [(t["from_state"], t["to_state"], t["reason"]) for t in store.transitions(tasks["a"]["run_id"])]
     assert ("approved", "integrated") in [(a, b) for a, b, _ in history]
@@ -240,9 +240,9 @@ def test_failed_attempt_is_retried_with_the_next_profile_of_its_tier(cli, tmp_pa
     from bosun.store.db import open_store
 
     first = open_store().require_run(t["runs"][0])
-    assert first["state"] == "cleaned"  # its worktree is gone, its record stays
-    assert [r["to_state"] for r in open_store().transitions(first["id"])][:3] == ["prepared", "working", "failed"]
-    assert not Path(first["worktree"]).exists()
+    assert first.state == "cleaned"  # its worktree is gone, its record stays
+    assert [r["to_state"] for r in open_store().transitions(first.id)][:3] == ["prepared", "working", "failed"]
+    assert not Path(first.worktree).exists()
     assert (repo / "out/t.txt").read_text() == "t\n"
 
 
@@ -282,8 +282,8 @@ def test_task_failing_after_retries_fails_the_plan_and_leaves_the_source_alone(c
     from bosun.store.db import open_store
 
     runs = open_store().list_runs(plan_id=res["id"], limit=100)
-    assert len(runs) == 3 and all(r["state"] == "cleaned" for r in runs)  # records kept
-    assert any(r["id"] == last for r in runs)
+    assert len(runs) == 3 and all(r.state == "cleaned" for r in runs)  # records kept
+    assert any(r.id == last for r in runs)
     code, out = cli("plan", "abort", res["id"], "--json")
     assert code == 2 or code == 1
     assert out["error"]["code"] == "INVALID_STATE"

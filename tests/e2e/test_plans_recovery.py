@@ -246,7 +246,7 @@ def test_orphan_run_from_a_crash_in_prepare_is_discarded(cli, tmp_path):
 
     def prepare_then_die(*args, **kw):
         run = real(*args, **kw)
-        orphans.append(run["id"])
+        orphans.append(run.id)
         raise Crash()  # the run exists, the plan never learns its id
 
     with pytest.MonkeyPatch.context() as mp:
@@ -256,7 +256,7 @@ def test_orphan_run_from_a_crash_in_prepare_is_discarded(cli, tmp_path):
     assert by_id(res)["a"]["run_id"] is None
     code, res = cli("plan", "continue", res["id"], "--json")
     assert code == 0, res
-    assert open_store().require_run(orphans[0])["state"] == "cleaned"
+    assert open_store().require_run(orphans[0]).state == "cleaned"
     assert orphans[0] not in by_id(res)["a"]["runs"]
 
 
@@ -276,5 +276,5 @@ def test_cancel_a_paused_plan_drops_its_unmerged_runs(cli, tmp_path):
     assert by_id(res)["l"]["state"] == "merged"
     from bosun.store.db import open_store
 
-    assert open_store().require_run(conflicted)["state"] == "cleaned"
+    assert open_store().require_run(conflicted).state == "cleaned"
     assert f"bosun/plan/{res['id']}" in bosun_branches(repo)  # what was merged is kept

@@ -78,13 +78,13 @@ def _no_shared_leases(home: Path) -> None:
     store = open_store()
     spans: dict[str, list[tuple[float, float, str]]] = {}
     for run in store.list_runs(limit=1000):
-        pooled = run["data"].get("pooled")
+        pooled = run.data.pooled
         if not pooled:
             continue
-        trans = store.transitions(run["id"])
+        trans = store.transitions(run.id)
         start = trans[0]["at"]
         end = next((t["at"] for t in trans if t["to_state"] == "cleaned"), float("inf"))
-        spans.setdefault(pooled["path"], []).append((start, end, run["id"]))
+        spans.setdefault(pooled["path"], []).append((start, end, run.id))
     for path, items in spans.items():
         items.sort()
         for (_s1, e1, r1), (s2, _e2, r2) in zip(items, items[1:], strict=False):

@@ -212,7 +212,7 @@ def test_cancel_stops_a_stalled_worker_and_the_delegate_reports_it(cli, repo, ta
         try:
             run = _wait_until_stalled(open_store(), srv, owner)
             started = time.monotonic()
-            code, res = cli("cancel", run["id"], "--json")
+            code, res = cli("cancel", run.id, "--json")
             took = time.monotonic() - started
             assert code == 0 and res["state"] == "cancelled", res
             sys.__stderr__.write(f"cancel of a stalled {adapter} worker took {took:.2f}s\n")
@@ -229,18 +229,18 @@ def test_cancel_stops_a_stalled_worker_and_the_delegate_reports_it(cli, repo, ta
     reported = json.loads(out)
     assert reported["state"] == "cancelled" and reported["error"]["code"] == "CANCELLED", reported
     assert not processes_of(res["run_dir"])
-    code, gone = cli("discard", run["id"], "--json")
+    code, gone = cli("discard", run.id, "--json")
     assert code == 0 and gone["state"] == "cleaned" and gone["error"] is None, gone
 
 
-def _wait_until_stalled(store: Any, srv: ReplayServer | None, owner: subprocess.Popen) -> dict:
+def _wait_until_stalled(store: Any, srv: ReplayServer | None, owner: subprocess.Popen) -> Any:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert owner.poll() is None, owner.communicate()
         runs = store.list_runs(limit=1)
-        if runs and runs[0]["state"] == "working":
-            run = store.require_run(runs[0]["id"])
-            if (srv is None and run["data"].get("worker_pid")) or (srv is not None and srv.requests):
+        if runs and runs[0].state == "working":
+            run = store.require_run(runs[0].id)
+            if (srv is None and run.data.worker_pid) or (srv is not None and srv.requests):
                 time.sleep(0.3)  # the stream is open and silent
                 return run
         time.sleep(0.05)

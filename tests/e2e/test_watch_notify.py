@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bosun.apps.watch import watch
 from bosun.store.db import open_store
+from bosun.store.run import Run
 
 NOTIFIER = "import sys, pathlib; pathlib.Path(sys.argv[1]).write_text(sys.stdin.read())"
 
@@ -47,7 +48,7 @@ def test_watch_follows_state_changes_until_done(repo: Path):
     store = open_store()
     run = {"id": "20261201-120000-abcdef", "state": "prepared", "title": "t", "repo": str(repo), "source_branch": "main",
            "base": "0" * 40, "start_commit": "0" * 40, "branch": "bosun/x", "worktree": "/nonexistent", "profile": "fix"}
-    store.insert_run(run)
+    store.insert_run(Run.from_row(run))
     seen: list[dict] = []
     steps = [("prepared", "working"), ("working", "worked"), ("worked", "verified")]
 

@@ -80,7 +80,7 @@ def test_acp_agent_fixes_the_bug(cli, repo, task_file, opencode):
     assert res["usage"]["input_tokens"] > 0, res["usage"]
     if SANDBOX == "required":
         assert res["sandbox"]["mechanism"] == "landlock", res["sandbox"]
-    assert open_store().get_run(res["id"])["session_id"].startswith("ses_")
+    assert open_store().get_run(res["id"]).session_id.startswith("ses_")
     evs = events(res)
     results = [e for e in evs if e["type"] == "tool_result"]
     denied = [e for e in results if e["denied"]]
@@ -114,16 +114,16 @@ def test_acp_resume_loads_the_session(cli, repo, tmp_path, opencode):
         add_acp_profile(repo, opencode, srv.base_url("opencode"))
         code, res = delegate(cli, repo, task)
         assert res["state"] == "rejected", res  # no change yet
-        first_session = open_store().get_run(res["id"])["session_id"]
+        first_session = open_store().get_run(res["id"]).session_id
         code, res = cli("work", res["id"], "--resume", "Yes, fix it.", "--json")
         assert res["state"] == "worked", res
         last = srv.requests[-1]["body"]["messages"]
     run = open_store().get_run(res["id"])
-    assert run["session_id"] == first_session
+    assert run.session_id == first_session
     texts = [json.dumps(m.get("content")) for m in last]
     assert any("Yes, fix it." in t for t in texts)
     assert any("should I change it" in t for t in texts)  # the same conversation
-    assert "return a + b" in (Path(run["worktree"]) / "src" / "calc.py").read_text()
+    assert "return a + b" in (Path(run.worktree) / "src" / "calc.py").read_text()
 
 
 def test_acp_bad_key_blocks(cli, repo, task_file, opencode):

@@ -57,7 +57,7 @@ def test_opencode_fixes_the_bug_with_permissions_enforced(cli, repo, task_file, 
     assert res["usage"]["cached_input_tokens"] == 512
     assert res["final_message"] == "Fixed add() in src/calc.py."
     run = open_store().get_run(res["id"])
-    assert run["session_id"].startswith("ses_")
+    assert run.session_id.startswith("ses_")
     evs = events(res)
     denied = [e for e in evs if e["type"] == "tool_result" and e.get("denied")]
     assert denied and denied[0]["tool"] == "bash", evs
@@ -157,13 +157,13 @@ def test_opencode_resume_continues_the_session(cli, repo, tmp_path, opencode):
         add_profile(repo, "opencode", srv.base_url("opencode"), name="oc")
         code, res = delegate(cli, repo, task)
         assert res["state"] == "rejected", res  # no change yet
-        first_session = open_store().get_run(res["id"])["session_id"]
+        first_session = open_store().get_run(res["id"]).session_id
         code, res = cli("work", res["id"], "--resume", "Yes, fix it.", "--json")
         assert res["state"] == "worked", res
         code, res = cli("verify", res["id"], "--json")
         assert code == 0 and res["state"] == "verified", res
         last = srv.requests[-1]["body"]["messages"]
-    assert open_store().get_run(res["id"])["session_id"] == first_session
+    assert open_store().get_run(res["id"]).session_id == first_session
     texts = [json.dumps(m.get("content")) for m in last]
     assert any("Yes, fix it." in t for t in texts)
     assert any("should I change it" in t for t in texts)  # the same conversation

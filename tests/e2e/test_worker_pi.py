@@ -57,7 +57,7 @@ def test_pi_fixes_the_bug(cli, repo, task_file, pi):
     assert res["usage"]["input_tokens"] > 0 and res["usage"]["output_tokens"] > 0
     assert res["usage"]["cached_input_tokens"] == 512
     assert res["final_message"] == "Fixed add() in src/calc.py."
-    assert open_store().get_run(res["id"])["session_id"]
+    assert open_store().get_run(res["id"]).session_id
     evs = events(res)
     results = [e for e in evs if e["type"] == "tool_result"]
     assert [(e["tool"], e["ok"]) for e in results] == [("edit", False), ("read", True), ("edit", True)]
@@ -164,13 +164,13 @@ def test_pi_resume_continues_the_session(cli, repo, tmp_path, pi):
         add_profile(repo, "pi", srv.base_url("pi"), name="pi")
         code, res = delegate(cli, repo, task)
         assert res["state"] == "rejected", res
-        first_session = open_store().get_run(res["id"])["session_id"]
+        first_session = open_store().get_run(res["id"]).session_id
         code, res = cli("work", res["id"], "--resume", "Yes, fix it.", "--json")
         assert res["state"] == "worked", res
         code, res = cli("verify", res["id"], "--json")
         assert code == 0 and res["state"] == "verified", res
         last = srv.requests[-1]["body"]["messages"]
-    assert open_store().get_run(res["id"])["session_id"] == first_session
+    assert open_store().get_run(res["id"]).session_id == first_session
     texts = [json.dumps(m.get("content")) for m in last]
     assert any("Yes, fix it." in t for t in texts)
     assert any("should I change it" in t for t in texts)

@@ -174,7 +174,7 @@ def check_resume(cli, repo: Path, task_file: Path, adapter: str) -> None:
         profile = add_profile(repo, adapter, srv.base_url(API[adapter]))
         code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", profile, "--json")
         assert res["state"] == "rejected", res  # nothing changed yet
-        first = open_store().get_run(res["id"])["session_id"]
+        first = open_store().get_run(res["id"]).session_id
         assert first
         first_requests = len(srv.requests)
         code, res = cli("work", res["id"], "--resume", "Yes, fix it.", "--json")
@@ -186,7 +186,7 @@ def check_resume(cli, repo: Path, task_file: Path, adapter: str) -> None:
         served = [r for r in srv.requests if r.get("source") == "turn"]
         second = [r for r in srv.requests[first_requests:] if r.get("source") == "turn"]
     assert not errors, errors
-    assert open_store().get_run(res["id"])["session_id"] == first
+    assert open_store().get_run(res["id"]).session_id == first
     assert "Yes, fix it." in last and "should I change it" in last
     assert len(served) == 5
     # Each run's usage events add up to what the model served in that run (no double counting of the

@@ -10,11 +10,12 @@ import pytest
 from bosun.core.errors import Busy
 from bosun.isolation.ports import allocate, release
 from bosun.store.db import open_store
+from bosun.store.run import Run
 
 
 def _run(store, run_id: str, state: str = "working") -> None:
-    store.insert_run({"id": run_id, "state": state, "title": "t", "repo": "/r", "source_branch": "main", "base": "b",
-                      "start_commit": "b", "branch": f"bosun/{run_id}", "worktree": f"/w/{run_id}"})
+    store.insert_run(Run.from_row({"id": run_id, "state": state, "title": "t", "repo": "/r", "source_branch": "main",
+                                   "base": "b", "start_commit": "b", "branch": f"bosun/{run_id}", "worktree": f"/w/{run_id}"}))
 
 
 def _free_range(size: int) -> tuple[int, int]:

@@ -5,19 +5,20 @@ from __future__ import annotations
 import pytest
 
 from bosun.engine.results import current_error
+from bosun.store.run import Run
 
 ERR = {"code": "GATES_FAILED", "message": "rejected by LOCKED_PATH_CHANGED", "hint": ""}
 
 
 @pytest.mark.parametrize("state", ["prepared", "worked", "verified", "approved", "integrated", "reported", "cleaned"])
 def test_an_error_recorded_earlier_is_history_in_a_clean_state(state):
-    assert current_error({"state": state, "data": {"error": ERR}}) is None
+    assert current_error(Run.from_row({"state": state, "data": {"error": ERR}})) is None
 
 
 @pytest.mark.parametrize("state", ["rejected", "failed", "blocked", "cancelled", "interrupted"])
 def test_a_state_that_is_a_fault_keeps_its_error(state):
-    assert current_error({"state": state, "data": {"error": ERR}}) == ERR
-    assert current_error({"state": state, "data": {}}) is None
+    assert current_error(Run.from_row({"state": state, "data": {"error": ERR}})) == ERR
+    assert current_error(Run.from_row({"state": state, "data": {}})) is None
 
 
 def test_no_event_reaches_a_terminal_as_a_raw_dict():

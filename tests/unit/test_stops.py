@@ -23,10 +23,10 @@ def test_a_raising_stop_records_the_error_it_raises(tmp_path):
     ctx = _ctx(tmp_path, "working")
     failure = TimedOut("worker timeout after 5 s", "raise timeout_s", code="TIMEOUT")
     with pytest.raises(TimedOut) as raised, recorded(ctx, "run-1", "working"):
-        raise RunStopped("failed", failure, "worker timeout after 5 s", data={"bosun_pid": None})
+        raise RunStopped("failed", failure, "worker timeout after 5 s", data={"usage": {"input_tokens": 5}})
     run = ctx.store.get_run("run-1")
     assert raised.value is failure
-    assert run["state"] == "failed" and run["data"]["error"] == failure.to_dict() and "bosun_pid" in run["data"]
+    assert run.state == "failed" and run.data.error == failure.to_dict() and run.data.usage == {"input_tokens": 5}
 
 
 def test_a_quiet_stop_moves_the_run_and_lets_the_verb_return_it(tmp_path):
@@ -35,7 +35,7 @@ def test_a_quiet_stop_moves_the_run_and_lets_the_verb_return_it(tmp_path):
         raise RunStopped("rejected", BosunError("rejected by SCOPE", "see show", code="GATES_FAILED"),
                          "gates failed: SCOPE", raises=False)
     run = ctx.store.get_run("run-1")
-    assert run["state"] == "rejected" and run["data"]["error"]["code"] == "GATES_FAILED"
+    assert run.state == "rejected" and run.data.error["code"] == "GATES_FAILED"
 
 
 def test_the_cause_reaches_the_caller_and_the_summary_the_record(tmp_path):
@@ -45,11 +45,11 @@ def test_the_cause_reaches_the_caller_and_the_summary_the_record(tmp_path):
         raise RunStopped("failed", BosunError("worktree creation failed: git worktree add failed", code="FAILED"),
                          "worktree creation failed", cause=cause)
     assert raised.value is cause
-    assert ctx.store.get_run("run-1")["data"]["error"]["code"] == "FAILED"
+    assert ctx.store.get_run("run-1").data.error["code"] == "FAILED"
 
 
 def test_nothing_is_recorded_when_the_phase_ends_normally(tmp_path):
     ctx = _ctx(tmp_path, "worked")
     with recorded(ctx, "run-1", "worked"):
         pass
-    assert ctx.store.get_run("run-1")["state"] == "worked" and "error" not in ctx.store.get_run("run-1")["data"]
+    assert ctx.store.get_run("run-1").state == "worked" and ctx.store.get_run("run-1").data.error is None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 
@@ -7,13 +8,14 @@ import pytest
 
 from bosun.core.errors import InvalidTransition, NotFound
 from bosun.store.db import Store
+from bosun.store.run import FORMAT_VERSION, Run
 
 
-def _run(run_id: str, state: str = "prepared") -> dict:
-    return {
+def _run(run_id: str, state: str = "prepared", **data) -> Run:
+    return Run.from_row({
         "id": run_id, "state": state, "title": "t", "repo": "/r", "source_branch": "main", "base": "a" * 40,
-        "start_commit": "a" * 40, "branch": f"bosun/{run_id}", "worktree": "/w", "profile": "p",
-    }
+        "start_commit": "a" * 40, "branch": f"bosun/{run_id}", "worktree": "/w", "profile": "p", "data": data,
+    })
 
 
 def test_wal_and_migrations_recorded(tmp_path):
@@ -65,7 +67,7 @@ def test_concurrent_transitions_only_one_wins(tmp_path):
 def test_search_cooldowns_and_stats(tmp_path):
     store = Store(tmp_path / "b.db")
     store.insert_run(_run("run-3"), prompt="paginate drops the last item")
-    assert [r["id"] for r in store.list_runs(search="paginate")] == ["run-3"]
+    assert [r.id for r in store.list_runs(search="paginate")] == ["run-3"]
     assert store.list_runs(search="nothing") == []
     store.set_cooldown("cheap", 10**12, "429")
     assert "cheap" in store.cooldowns()
@@ -81,7 +83,8 @@ def test_merge_data(tmp_path):
     store.insert_run(_run("run-4"))
     store.merge_data("run-4", gates_ok=True)
     store.merge_data("run-4", error=None)
-    assert store.get_run("run-4")["data"] == {"gates_ok": True, "error": None}
+    data = store.get_run("run-4").data
+    assert data.to_dict() == {"format_version": FORMAT_VERSION, "gates_ok": True} and data.error is None
     assert isinstance(store.db, sqlite3.Connection)
 
 
@@ -90,9 +93,39 @@ def test_a_run_data_key_is_declared_before_it_is_written(tmp_path):
     store.insert_run(_run("run-5"))
     with pytest.raises(ValueError, match="declare them in store/data_fields.py"):
         store.merge_data("run-5", verifed_tree="abc")
-    with pytest.raises(ValueError, match=r"\['nonsense'\]"):
-        store.insert_run({**_run("run-6"), "data": {"nonsense": 1}})
-    assert store.get_run("run-5")["data"] == {} and store.get_run("run-6") is None
+    with pytest.raises(AttributeError):  # the typed record has no field for it at all
+        _run("run-6").data.nonsense = 1  # type: ignore[attr-defined]
+    assert store.get_run("run-5").data.to_dict() == {"format_version": FORMAT_VERSION}
+
+
+def test_a_record_written_before_format_versions_is_read_in_todays_shape(tmp_path):
+    """Version 1 records had no format_version, and could hold keys never declared: they read as
+    version 2, typed, the stray key dropped; the next write stores the version."""
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-7"))
+    old = {"snapshot": True, "verified_tree": "f" * 40, "usage": {"input_tokens": 3}, "landing_note": "stray"}
+    store.db.execute("UPDATE runs SET data = ? WHERE id = ?", (json.dumps(old), "run-7"))
+    run = store.require_run("run-7")
+    assert run.data.format_version == FORMAT_VERSION and run.data.snapshot is True
+    assert run.data.verified_tree == "f" * 40 and run.data.usage == {"input_tokens": 3}
+    assert "landing_note" not in run.to_dict()["data"]
+    store.write(run, gates_ok=True)
+    stored = json.loads(store.db.execute("SELECT data FROM runs WHERE id = 'run-7'").fetchone()[0])
+    assert stored["format_version"] == FORMAT_VERSION and stored["gates_ok"] is True and run.data.gates_ok is True
+
+
+def test_a_held_run_follows_what_the_store_writes(tmp_path):
+    store = Store(tmp_path / "b.db")
+    run = _run("run-8")
+    store.insert_run(run)
+    store.move(run, "working", "go")
+    store.set_columns(run, profile="other", session_id="s-1")
+    store.write(run, worker_pid=42)
+    fresh = store.require_run("run-8")
+    assert (run.state, run.profile, run.session_id, run.data.worker_pid) == ("working", "other", "s-1", 42)
+    assert fresh.to_dict() == {**run.to_dict(), "updated_at": fresh.updated_at}
+    with pytest.raises(InvalidTransition):  # the object says prepared no more; the row agrees
+        store.transition("run-8", "prepared", "working")
 
 
 def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):
@@ -102,8 +135,8 @@ def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):
     store = Store(tmp_path / "b.db")
     store.insert_run(_run("local-1"))
     store.insert_run(_run("local-2", "working"))
-    store.insert_run({**_run("remote-1", "working"), "data": {"remote": True}})
-    store.insert_run({**_run("remote-2", "verified"), "data": {"remote": True}})  # not active
+    store.insert_run(_run("remote-1", "working", remote=True))
+    store.insert_run(_run("remote-2", "verified", remote=True))  # not active
     assert store.count_active() == 3
     assert store.count_active(remote=False) == 2
     assert store.count_active(remote=True) == 1

@@ -9,6 +9,7 @@ import pytest
 
 from bosun.engine import verdict
 from bosun.gates.subjects import strip_tests_of
+from bosun.store.run import Run
 
 GREEN = [{"code": "VERIFY_FAILED", "ok": True, "detail": "1 command(s) passed"}]
 PROVEN = {"passed": True, "proven": True, "proof": "the tests failed before this change and pass after it"}
@@ -17,7 +18,7 @@ TASK = {"mode": "code", "verify": [{"run": ["pytest"]}], "proof": "required"}
 
 def decide(state: str = "verified", task: dict | None = None, gates: list | None = None, ver: dict | None = PROVEN,
            data: dict | None = None) -> dict | None:
-    return verdict.decide({"state": state, "data": data or {}}, task or TASK, GREEN if gates is None else gates, ver)
+    return verdict.decide(Run.from_row({"state": state, "data": data or {}}), task or TASK, GREEN if gates is None else gates, ver)
 
 
 def test_a_proven_green_change_is_landable():

@@ -10,6 +10,7 @@ from bosun.core.errors import BosunError
 from bosun.engine.context import Ctx
 from bosun.engine.delegation import delegate
 from bosun.store.db import open_store
+from bosun.store.run import Run
 
 
 def ctx() -> Ctx:
@@ -30,7 +31,7 @@ def contract(**over: Any) -> TaskContract:
     return TaskContract.model_validate(task)
 
 
-def delegated(repo: Path, profile: str = "fix", **over: Any) -> dict[str, Any]:
+def delegated(repo: Path, profile: str = "fix", **over: Any) -> Run:
     """Delegate a task; returns the run whatever state it ends in."""
     c = ctx()
     created: list[str] = []

@@ -40,17 +40,17 @@ def test_worker_is_stopped_at_the_cap_and_its_diff_is_kept(repo: Path) -> None:
         delegate(ctx, contract(), repo, "paced", on_prepared=created.append)
     assert err.value.code == "BUDGET_EXCEEDED" and "$0.10" in err.value.message
     run = ctx.store.require_run(created[0])
-    assert run["state"] == "failed" and run["data"]["error"]["code"] == "BUDGET_EXCEEDED"
-    evs = events(run["id"])
+    assert run.state == "failed" and run.data.error["code"] == "BUDGET_EXCEEDED"
+    evs = events(run.id)
     steps = [e for e in evs if e["type"] == "usage"]
     assert 4 <= len(steps) < 8  # stopped after the step that crossed $0.10, well before the end
     notes = [e["budget"] for e in evs if e.get("budget")]
     assert [n["level"] for n in notes] == ["warning", "exceeded"]  # 80% first, then the cap
     assert notes[0]["spent_usd"] >= 0.08 and notes[1]["spent_usd"] >= 0.10
     # What the worker wrote stays: in the worktree and as final.patch.
-    assert "return a + b" in (Path(run["worktree"]) / "src" / "calc.py").read_text()
-    assert "+    return a + b" in (run_dir(run["id"]) / "final.patch").read_text()
-    assert 0.10 <= run["data"]["live_usage"]["cost_usd"] < 0.24
+    assert "return a + b" in (Path(run.worktree) / "src" / "calc.py").read_text()
+    assert "+    return a + b" in (run_dir(run.id) / "final.patch").read_text()
+    assert 0.10 <= run.data.live_usage["cost_usd"] < 0.24
 
 
 def test_a_reached_cap_refuses_before_dispatch(repo: Path, tmp_path: Path) -> None:

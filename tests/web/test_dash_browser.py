@@ -25,7 +25,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
     def make(repo: Path) -> dict[str, Any]:
         ok = delegated(repo, "fix", title="Repair the adder")
         bad = delegated(repo, "edit_locked", title="Tweak the tests")
-        insert_plan(run_id=ok["id"])
+        insert_plan(run_id=ok.id)
         return {"ok": ok, "bad": bad, "repo": repo}
 
     return shared_home(tmp_path_factory.mktemp("browser"), make)
@@ -123,14 +123,14 @@ def test_approve_needs_the_token(repo: Path, tmp_path: Path, isolated_home: Path
     require_chromium()
     run = delegated(repo, "fix")
     with dash_server(isolated_home, repo) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(f"{base}/runs/{run['id']}")
+        page.goto(f"{base}/runs/{run.id}")
         page.click("button.approve")
         expect(page.locator("#action-result")).to_contain_text("token")
-        assert open_store().require_run(run["id"])["state"] == "verified"
+        assert open_store().require_run(run.id).state == "verified"
         page.goto(f"{base}/?token={TOKEN}")  # the launch URL: sets the cookie, then drops the token
         assert "token" not in page.url
-        page.goto(f"{base}/runs/{run['id']}")
+        page.goto(f"{base}/runs/{run.id}")
         page.click("button.approve")
         expect(page.locator("#action-result")).to_contain_text("now approved", timeout=30000)
-        assert open_store().require_run(run["id"])["state"] == "approved"
+        assert open_store().require_run(run.id).state == "approved"
         page.screenshot(path=str(tmp_path / "screens" / "approved.png"))

@@ -7,7 +7,6 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette would rather have httpx2; httpx is what bosun pins
@@ -37,7 +36,7 @@ def _row(page: str, run_id: str) -> str:
 
 def test_an_unproven_run_is_not_proven_and_its_approval_needs_the_reasons_shown(repo: Path) -> None:
     run = delegated(repo, "fix", verify=[ONLY_SUB])
-    rid = run["id"]
+    rid = run.id
     c = client()
     row = _row(c.get("/").text, rid)
     assert '<span class="muted">no</span>' in row  # verification passed, but nothing is proven
@@ -50,11 +49,11 @@ def test_an_unproven_run_is_not_proven_and_its_approval_needs_the_reasons_shown(
     hx = {"origin": BASE, "HX-Request": "true"}
     r = c.post(f"/runs/{rid}/approve", headers=hx)  # not from the page: no reasons shown
     assert r.status_code == 409 and "NOT_PROVEN" in r.text and "did not show you every reason" in r.text
-    assert open_store().require_run(rid)["state"] == "verified"
+    assert open_store().require_run(rid).state == "verified"
     r = c.post(f"/runs/{rid}/approve", headers=hx, data={"reviewed": "NOT_PROVEN"})
     assert r.status_code == 200 and "approved" in r.text, r.text
-    data = open_store().require_run(rid)["data"]
-    assert data["acknowledged"]["by"] == "person" and data["acknowledged"]["codes"] == ["NOT_PROVEN"]
+    data = open_store().require_run(rid).data
+    assert data.acknowledged["by"] == "person" and data.acknowledged["codes"] == ["NOT_PROVEN"]
 
 
 def test_a_proven_run_is_proven_and_a_discarded_one_says_so(repo: Path) -> None:
@@ -62,17 +61,17 @@ def test_a_proven_run_is_proven_and_a_discarded_one_says_so(repo: Path) -> None:
 
     ok = delegated(repo, "fix")
     gone = delegated(repo, "fix", title="Thrown away")
-    discard(ctx(), gone["id"])
+    discard(ctx(), gone.id)
     c = client()
     page = c.get("/").text
-    assert '<span class="ok">yes</span>' in _row(page, ok["id"])
-    row = _row(page, gone["id"])
+    assert '<span class="ok">yes</span>' in _row(page, ok.id)
+    row = _row(page, gone.id)
     assert 'data-state="discarded"' in row and ">discarded</span>" in row and ">cleaned<" not in row
-    run_page = c.get(f"/runs/{gone['id']}").text
+    run_page = c.get(f"/runs/{gone.id}").text
     assert ">discarded</span>" in run_page and 'class="approve"' not in run_page
 
 
 def test_a_refused_run_has_no_approve_button(repo: Path) -> None:
-    bad: dict[str, Any] = delegated(repo, "edit_locked")
-    page = client().get(f"/runs/{bad['id']}").text
+    bad = delegated(repo, "edit_locked")
+    page = client().get(f"/runs/{bad.id}").text
     assert 'data-verdict="refused"' in page and 'class="approve"' not in page

@@ -25,13 +25,13 @@ def test_search_finds_paths_gates_final_message_and_errors(repo: Path) -> None:
     store = open_store()
     assert refresh(store) >= 0
     ids = lambda text, **kw: [r["id"] for r in search(store, RunFilter(text=text, **kw))]  # noqa: E731
-    assert ids("adder") == [ok["id"]]  # title
-    assert ok["id"] in ids("calc.py")  # a changed path (a phrase, not FTS syntax)
-    assert ids("Fixed add") == [ok["id"]]  # the worker's final message
-    assert ids("LOCKED_PATH") == [rejected["id"]] or rejected["id"] in ids("tests/test_calc.py")
-    assert ids("Too Many Requests") == [failed["id"]]  # the error
-    assert ids("subtracts", state="verified") == [ok["id"]]  # the prompt, filtered by state
-    assert ids("subtracts", profile="fail_429") == [failed["id"]]
+    assert ids("adder") == [ok.id]  # title
+    assert ok.id in ids("calc.py")  # a changed path (a phrase, not FTS syntax)
+    assert ids("Fixed add") == [ok.id]  # the worker's final message
+    assert ids("LOCKED_PATH") == [rejected.id] or rejected.id in ids("tests/test_calc.py")
+    assert ids("Too Many Requests") == [failed.id]  # the error
+    assert ids("subtracts", state="verified") == [ok.id]  # the prompt, filtered by state
+    assert ids("subtracts", profile="fail_429") == [failed.id]
     assert ids("nothing-like-this") == []
     assert ids('"unbalanced') == []  # user text never reaches FTS as syntax
 
@@ -43,7 +43,7 @@ def test_index_follows_state_changes(repo: Path) -> None:
     run = delegated(repo, "fix")
     store = open_store()
     assert [r["state"] for r in search(store, RunFilter(text="calc.py"))] == ["verified"]
-    discard(Ctx(store), run["id"])
+    discard(Ctx(store), run.id)
     assert [r["state"] for r in search(store, RunFilter(text="calc.py"))] == ["cleaned"]
 
 
@@ -51,11 +51,11 @@ def test_history_cli_json_and_text(repo: Path) -> None:
     run = delegated(repo, "fix")
     out = bosun("history", "calc.py", "--json")
     doc = json.loads(out.stdout)
-    assert out.returncode == 0 and doc["count"] == 1 and doc["runs"][0]["id"] == run["id"]
+    assert out.returncode == 0 and doc["count"] == 1 and doc["runs"][0]["id"] == run.id
     assert "[calc.py]" in doc["runs"][0]["snippet"]
     assert doc["runs"][0]["facts"]["proven"] == 1
     text = bosun("history", "calc.py", "--since", "today").stdout
-    assert run["id"] in text
+    assert run.id in text
     assert "no runs match" in bosun("history", "calc.py", "--until", "2001-01-01").stdout
     bad = bosun("history", "x", "--since", "yesterdayish")
     assert bad.returncode == 2 and "YYYY-MM-DD" in bad.stderr
@@ -78,7 +78,7 @@ def test_savings_totals_and_card(repo: Path, tmp_path: Path) -> None:
 def test_measured_parent_tokens_are_counted(repo: Path) -> None:
     run = delegated(repo, "fix")
     store = open_store()
-    store.merge_data(run["id"], parent_measured={"input_tokens": 900, "output_tokens": 100})
+    store.merge_data(run.id, parent_measured={"input_tokens": 900, "output_tokens": 100})
     t = report(store)["totals"]
     assert t["parent_measured_tokens"] == 1000 and t["parent_measured_runs"] == 1
 

@@ -30,13 +30,13 @@ def _repo_key(repo: Path) -> str:
 
 def totals(store: Store, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
     key = _repo_key(repo) if repo is not None else None
-    runs = [r for r in store.list_runs(limit=limit) if key is None or r["repo"] == key]
+    runs = [r for r in store.list_runs(limit=limit) if key is None or r.repo == key]
     est = {"runs": 0, "parent_direct_tokens": 0, "parent_actual_tokens": 0, "saving_usd": 0.0}
     meas = {"runs": 0, "parent_tokens": 0, "parent_cost_usd": 0.0, "saving_usd": 0.0}
     worker = {"runs": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     not_measured: dict[str, int] = {}
     for run in runs:
-        metrics = read_json(run_dir(run["id"]) / "metrics.json", None)
+        metrics = read_json(run_dir(run.id) / "metrics.json", None)
         if not isinstance(metrics, dict):
             continue
         w = metrics.get("worker") or {}

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    pass
+    from bosun.store.db import Store
+    from bosun.store.run import Run
 
 RUNNING_RUN = frozenset({"prepared", "working", "worked"})
 RUNNING_PLAN = frozenset({"running"})
 
 
-def _run_event(run: dict[str, Any], previous: str | None) -> dict[str, Any]:
-    data = run.get("data") or {}
+def _run_event(run: Run, previous: str | None) -> dict[str, Any]:
     return {
-        "kind": "run", "id": run["id"], "state": run["state"], "previous": previous, "title": run["title"],
-        "profile": run["profile"], "repo": run["repo"], "plan_id": run.get("plan_id"),
-        "done": run["state"] not in RUNNING_RUN, "at": run["updated_at"],
-        "error": data.get("error") if run["state"] in ("failed", "blocked", "rejected") else None,
+        "kind": "run", "id": run.id, "state": run.state, "previous": previous, "title": run.title,
+        "profile": run.profile, "repo": run.repo, "plan_id": run.plan_id,
+        "done": run.state not in RUNNING_RUN, "at": run.updated_at,
+        "error": run.data.error if run.state in ("failed", "blocked", "rejected") else None,
     }
 
 
@@ -37,7 +38,7 @@ def _plan_event(plan: dict[str, Any], previous: str | None) -> dict[str, Any]:
 
 
 def watch(
-    store: Any,
+    store: Store,
     emit: Callable[[dict[str, Any]], None],
     repo: Path | None,
     run_ids: list[str] | None = None,
@@ -54,22 +55,25 @@ def watch(
     first = True
     count = 0
     while True:
-        runs = [r for r in store.list_runs(limit=1000) if (key is None or r["repo"] == key)
-                and (not wanted or r["id"] in wanted)]
+        runs = [r for r in store.list_runs(limit=1000) if (key is None or r.repo == key)
+                and (not wanted or r.id in wanted)]
         plans = [] if wanted else [p for p in PlanStore(store).list_plans(limit=200) if key is None or p["repo"] == key]
-        for item, event in [(r, _run_event) for r in runs] + [(p, _plan_event) for p in plans]:
-            previous = seen.get(item["id"])
-            if previous == item["state"]:
+        # Runs and plans alike as (id, state, the event it makes when its state changes).
+        items = [(r.id, r.state, partial(_run_event, r)) for r in runs] + \
+                [(p["id"], p["state"], partial(_plan_event, p)) for p in plans]
+        for item_id, state, event in items:
+            previous = seen.get(item_id)
+            if previous == state:
                 continue
-            seen[item["id"]] = item["state"]
+            seen[item_id] = state
             # At start, report what is in flight (and watched runs), not the whole history.
-            if first and not wanted and item["state"] not in RUNNING_RUN | RUNNING_PLAN:
+            if first and not wanted and state not in RUNNING_RUN | RUNNING_PLAN:
                 continue
-            emit(event(item, previous))
+            emit(event(previous))
             count += 1
         first = False
-        active = [r for r in runs if r["state"] in RUNNING_RUN] + [p for p in plans if p["state"] in RUNNING_PLAN]
-        if wanted and len(runs) == len(wanted) and not [r for r in runs if r["state"] in RUNNING_RUN]:
+        active = [r for r in runs if r.state in RUNNING_RUN] + [p for p in plans if p["state"] in RUNNING_PLAN]
+        if wanted and len(runs) == len(wanted) and not [r for r in runs if r.state in RUNNING_RUN]:
             return count
         if until_idle and not wanted and not active:
             return count

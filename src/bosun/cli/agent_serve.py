@@ -248,7 +248,7 @@ class Agent:
         except BosunError as exc:
             return self._outcome(task, "failed", error_class="permanent",
                                  error_message=f"the agent could not prepare the task: {exc.message}"), b""
-        run.local_run = local["id"]
+        run.local_run = local.id
         if run.cancel.is_set():
             self._cancel_local(run)
 
@@ -257,21 +257,21 @@ class Agent:
             asyncio.run_coroutine_threadsafe(self.nc.publish(P.events_subject(task.task_id), data), self.loop)
 
         try:
-            row = L.work(ctx, local["id"], on_event=relay)
+            row = L.work(ctx, local.id, on_event=relay)
         except BosunError:
-            row = ctx.store.require_run(local["id"])
-        worker = (row.get("data") or {}).get("worker") or {}
-        status = worker.get("status") or ("cancelled" if row["state"] == "cancelled" else "failed")
+            row = ctx.store.require_run(local.id)
+        worker = row.data.worker or {}
+        status = worker.get("status") or ("cancelled" if row.state == "cancelled" else "failed")
         if run.cancel.is_set() and status != "ok":
             status = "cancelled"
         diff = L.read_run_change(row).diff if status == "ok" else b""
         outcome = self._outcome(
             task, status, error_class=worker.get("error_class"), error_message=worker.get("error_message"),
             final_text=worker.get("final_text"), usage=worker.get("usage") or {}, steps=int(worker.get("steps") or 0),
-            profile=row.get("profile") or self.cfg.profile, unenforced=list(worker.get("unenforced") or []),
+            profile=row.profile or self.cfg.profile, unenforced=list(worker.get("unenforced") or []),
         )
         try:
-            discard(ctx, local["id"])
+            discard(ctx, local.id)
         except BosunError:
             pass  # the local copy is only the agent's; a later `bosun list` shows it
         return outcome, diff

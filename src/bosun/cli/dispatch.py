@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 # Every verb, plan verbs included, and the function that runs it ("module:function" under bosun.cli),
 # imported only when its verb runs.
@@ -85,7 +85,7 @@ def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
     return error_json(err, _run_for_error(args) if args.command in RUN_VERBS else None)
 
 
-def error_json(err: BosunError, run: RunRow | None = None) -> dict[str, Any]:
+def error_json(err: BosunError, run: Run | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"error": err.to_dict()}
     if run is not None:
         from bosun.engine.results import run_result
@@ -102,13 +102,13 @@ def interrupted_message(args: argparse.Namespace) -> str:
     run = _run_for_error(args)
     if run is None:
         return "bosun: interrupted"
-    rid, state = run["id"], run["state"]
+    rid, state = run.id, run.state
     if state in ("working", "interrupted"):
         return f"bosun: interrupted; run {rid} is {state}: `bosun recover {rid}` finishes it"
     return f"bosun: interrupted; run {rid} is {state}: `bosun show {rid}` says what is next"
 
 
-def _run_for_error(args: argparse.Namespace) -> RunRow | None:
+def _run_for_error(args: argparse.Namespace) -> Run | None:
     run_id = getattr(args, "run_id", None) or getattr(args, "_created_run", None)
     if not run_id:
         return None

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from bosun.core.config import Settings
     from bosun.core.settings_cache import SettingsView
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 def _ctx() -> Ctx:
@@ -36,7 +36,7 @@ def _checked_id(args: argparse.Namespace) -> str:
     return check_run_id(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: RunRow, ctx: Ctx | None = None) -> int:
+def _finish(args: argparse.Namespace, run: Run, ctx: Ctx | None = None) -> int:
     from bosun.engine.results import run_result
 
     result = run_result(run)
@@ -46,7 +46,7 @@ def _finish(args: argparse.Namespace, run: RunRow, ctx: Ctx | None = None) -> in
         from bosun.cli.render import print_run
 
         print_run(run, ctx.store if ctx else None)
-    return exit_for_state(run["state"], result.get("verdict"))
+    return exit_for_state(run.state, result.get("verdict"))
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -218,7 +218,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     ctx = _ctx()
     with _ticking(args):
         run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
-    return _finish(args, report(ctx, run["id"]), ctx)  # the record, then the worktree's cleanup
+    return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -229,7 +229,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.json:
         from bosun.core.paths import run_dir
 
-        sys.stdout.write((run_dir(run["id"]) / "report.md").read_text("utf-8"))
+        sys.stdout.write((run_dir(run.id) / "report.md").read_text("utf-8"))
         return EXIT_OK
     return _finish(args, run, ctx)
 
@@ -278,14 +278,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.events:
             from bosun.engine.record import read_events
 
-            out["events"] = read_events(run["id"])
+            out["events"] = read_events(run.id)
         emit_json(out)
         return EXIT_OK
     from bosun.cli.render import print_events, print_run
 
     print_run(run, store)
     if args.events:
-        print_events(run["id"])
+        print_events(run.id)
     return EXIT_OK
 
 
@@ -294,14 +294,14 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from bosun.store.db import open_store
 
     run = open_store().require_run(_checked_id(args))
-    path = run_dir(run["id"]) / "diff.patch"
+    path = run_dir(run.id) / "diff.patch"
     if not path.exists():
-        raise BadInput(f"run {run['id']} has no verified diff yet", "run `bosun verify` first")
+        raise BadInput(f"run {run.id} has no verified diff yet", "run `bosun verify` first")
     text = path.read_text("utf-8", "replace")
     if args.json:
         from bosun.engine.run_report import diff_stats
 
-        emit_json({"id": run["id"], "diff_sha256": run["diff_sha256"], "stats": diff_stats(text), "diff": None if args.stat else text})
+        emit_json({"id": run.id, "diff_sha256": run.diff_sha256, "stats": diff_stats(text), "diff": None if args.stat else text})
         return EXIT_OK
     if args.stat:
         from bosun.cli.render import diffstat

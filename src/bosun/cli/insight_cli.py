@@ -68,6 +68,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from bosun.engine.results import list_item
     from bosun.store.db import open_store
     from bosun.store.history import RunFilter
+    from bosun.store.run import Run
 
     flt = RunFilter(
         text=args.query, state=args.state or "", profile=args.profile or "", repo=_repo_arg(args.repo),
@@ -77,7 +78,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         items = []
         for r in runs:
-            item = list_item(r)
+            item = list_item(Run.from_row(r))  # a search hit: the row, its snippet and facts
             item["snippet"] = r.get("snippet")
             item["facts"] = r.get("facts")
             items.append(item)

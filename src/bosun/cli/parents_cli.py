@@ -14,6 +14,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which `bosun 
 if TYPE_CHECKING:
     from typing import Any
 
+    from bosun.store.db import Store
+
 HOSTS = ("claude", "codex", "agents", "opencode")
 
 
@@ -194,7 +196,7 @@ def cmd_savings(args: argparse.Namespace) -> int:
     return 0
 
 
-def _savings_report(store: Any, args: argparse.Namespace) -> dict[str, Any]:
+def _savings_report(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     """Per day, per week and per profile since ``--since``; writes the SVG card when asked."""
     import calendar
     import time

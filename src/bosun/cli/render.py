@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from bosun.core.errors import BosunError
-    from bosun.store.rows import RunRow
+    from bosun.store.db import Store
+    from bosun.store.run import Run
 
 
 def emit_json(obj: Any) -> None:
@@ -66,12 +67,13 @@ def print_problems(problems: list[Any], what: str = "") -> None:
 _MARK = {True: "ok  ", False: "FAIL", None: "-   "}
 
 
-def print_run(run: RunRow, store: Any = None) -> None:
+def print_run(run: Run, store: Store | None = None) -> None:
     from bosun.engine.results import run_result
 
     r = run_result(run)
     out = sys.stdout.write
-    state = r["state"] if shown_state(r) == r["state"] else f"cleaned: {shown_state(r)}"
+    shown = shown_state(run)
+    state = r["state"] if shown == r["state"] else f"cleaned: {shown}"
     out(f"run {r['id']}  [{state}]  {r['title']}\n")
     for line in verdict_lines(r):
         out(line + "\n")
@@ -86,7 +88,7 @@ def print_run(run: RunRow, store: Any = None) -> None:
         out(f"  diff      {r['files_changed']} file(s), sha256 {sha[:16]}…\n")
     if merged:
         out(f"  merged    {merged[:12]}\n")
-        author_note = (run.get("data") or {}).get("landing_author_note")
+        author_note = run.data.landing_author_note
         if author_note:
             out(f"  note      {author_note}\n")
     v = r.get("verification")
@@ -191,21 +193,21 @@ def _next_step(r: Mapping[str, Any]) -> str:
     return nxt.get(r["state"], "")
 
 
-def print_list(runs: list[RunRow]) -> None:
+def print_list(runs: list[Run]) -> None:
     if not runs:
         sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
         return
     sys.stdout.write(f"{'RUN':<22}  {'STATE':<11} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
     for r in runs:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created_at"]))
-        sys.stdout.write(f"{r['id']:<22}  {shown_state(r):<11} {when}  {r['profile'] or '-':<12} {r['title'][:60]}\n")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
+        sys.stdout.write(f"{r.id:<22}  {shown_state(r):<11} {when}  {r.profile or '-':<12} {r.title[:60]}\n")
 
 
-def shown_state(r: Mapping[str, Any]) -> str:
+def shown_state(r: Run) -> str:
     """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.core.states.shown_state`)."""
     from bosun.core.states import shown_state as shown
 
-    return shown(str(r["state"]), r.get("merged_commit"))
+    return shown(r.state, r.merged_commit)
 
 
 def print_events(run_id: str) -> None:

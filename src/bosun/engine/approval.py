@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from bosun.core import paths
+from bosun.core import paths, states
 from bosun.core.changes import GateResult
 from bosun.core.contract import Mode, TaskContract
 from bosun.core.errors import BadInput, Rejected
@@ -29,7 +29,9 @@ from bosun.engine import record
 from bosun.engine.self_review import ESCALATED, FAILED, PASSED, SKIPPED, UNPARSEABLE
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.engine.context import Ctx
+    from bosun.store.db import Store
+    from bosun.store.run import Run
 
 READ_ONLY_VIOLATION = "READ_ONLY_VIOLATION"
 SELF_REVIEW_ESCALATED = "SELF_REVIEW_ESCALATED"
@@ -49,7 +51,7 @@ __all__ = ["ESCALATED", "FAILED", "PASSED", "SKIPPED", "UNPARSEABLE"]  # self-re
 # read-only modes
 
 
-def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
+def quarantine_read_only_writes(store: Store, run: Run, task: TaskContract) -> GateResult | None:
     """For a non-``code`` run: save what the worker wrote as ``violation.patch``, restore the worktree
     to the start tree and return the red gate. None for code runs and for read-only runs that wrote
     nothing. Call before the change is computed, so the change of a read-only run is always empty.
@@ -63,19 +65,19 @@ def quarantine_read_only_writes(store: Any, run: RunRow, task: TaskContract) -> 
     if change.problems:
         return None  # a change bosun cannot represent is refused on its own, before anything runs
     if not change.changes:
-        earlier = (run.get("data") or {}).get("read_only_violation")
+        earlier = run.data.read_only_violation
         if earlier:
             return GateResult(READ_ONLY_VIOLATION, False,
                               f"mode {task.mode.value} must not change files, but the worker of this run changed "
                               f"{earlier.get('count')} earlier (discarded; kept in {VIOLATION_PATCH})")
         return None
     files = sorted({c.path for c in change.changes})
-    write_bytes_atomic(paths.run_dir(run["id"]) / VIOLATION_PATCH, change.diff)
+    write_bytes_atomic(paths.run_dir(run.id) / VIOLATION_PATCH, change.diff)
     # Back to exactly the start tree (ignored files included). A later `work --resume` starts clean,
     # and nothing the worker wrote can be verified, approved or merged.
     view = view_of(run)
-    materialize(view, view.git(["rev-parse", f"{run['start_commit']}^{{tree}}"]).strip().decode())
-    store.merge_data(run["id"], read_only_violation={
+    materialize(view, view.git(["rev-parse", f"{run.start_commit}^{{tree}}"]).strip().decode())
+    store.merge_data(run.id, read_only_violation={
         "files": files[:50], "count": len(files), "patch": VIOLATION_PATCH,
         "diff_sha256": hashlib.sha256(change.diff).hexdigest(),
     })
@@ -129,27 +131,27 @@ def check_waivers(waivers: dict[str, str]) -> None:
             )
 
 
-def refuse_unapprovable(run: RunRow, task: TaskContract, waivers: dict[str, str]) -> None:
+def refuse_unapprovable(run: Run, task: TaskContract, waivers: dict[str, str]) -> None:
     """Raise ``Rejected`` when the run's mode forbids approval whatever anyone says: a read-only run
     that wrote files."""
     check_waivers(waivers)
-    data = run.get("data") or {}
-    if task.mode != Mode.code and data.get("read_only_violation"):
-        v = data["read_only_violation"]
+    data = run.data
+    if task.mode != Mode.code and data.read_only_violation:
+        v = data.read_only_violation
         count = v.get("count") or len(v.get("files") or ())
         raise Rejected(
-            f"cannot approve {run['id']}: a {task.mode.value} run may not change files, and this worker "
+            f"cannot approve {run.id}: a {task.mode.value} run may not change files, and this worker "
             f"changed {count} file{'' if count == 1 else 's'} (discarded; kept in {v.get('patch', VIOLATION_PATCH)})",
             "no waiver applies; read the answer with `bosun show`, or run the task in mode code",
             code=READ_ONLY_VIOLATION,
         )
 
 
-def ensure_landable(run: RunRow, task: TaskContract) -> None:
+def ensure_landable(run: Run, task: TaskContract) -> None:
     """Integration's last word: a read-only run never lands anything, whatever else its record says."""
-    if task.mode != Mode.code and (run.get("files_changed") or (run.get("data") or {}).get("read_only_violation")):
+    if task.mode != Mode.code and (run.files_changed or run.data.read_only_violation):
         raise Rejected(
-            f"run {run['id']} is a {task.mode.value} run; it cannot land a change",
+            f"run {run.id} is a {task.mode.value} run; it cannot land a change",
             "only code tasks change your branch; `bosun discard` the run",
             code=READ_ONLY_VIOLATION,
         )
@@ -159,18 +161,18 @@ def ensure_landable(run: RunRow, task: TaskContract) -> None:
 # answers
 
 
-def answer_gate(store: Any, run: RunRow, task: TaskContract) -> GateResult | None:
+def answer_gate(store: Store, run: Run, task: TaskContract) -> GateResult | None:
     """Check the citations of an explore or review answer against the start tree; record them in
     ``citations.json`` and ``answer_verified``; return the gate row (None for other modes)."""
     from bosun.engine.citations import GitTree, answer_verified, check_answer
 
     if task.mode not in ANSWER_MODES:
         return None
-    answer = ((run.get("data") or {}).get("worker") or {}).get("final_text") or ""
-    checked = check_answer(GitTree(run["repo"], run["start_commit"]), answer)
+    answer = (run.data.worker or {}).get("final_text") or ""
+    checked = check_answer(GitTree(run.repo, run.start_commit), answer)
     verified = answer_verified(checked)
-    record.write_doc(run["id"], CITATIONS_FILE, {**checked, "answer_verified": verified, "tree": run["start_commit"]})
-    store.merge_data(run["id"], answer_verified=verified)
+    record.write_doc(run.id, CITATIONS_FILE, {**checked, "answer_verified": verified, "tree": run.start_commit})
+    store.merge_data(run.id, answer_verified=verified)
     if verified is None:
         return GateResult(INVALID_CITATIONS, True, "the answer cites no path:line; nothing could be checked")
     if verified:
@@ -194,9 +196,9 @@ UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_
 
 
 def approve(
-    ctx: Any, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
+    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
     task: TaskContract | None = None, acknowledge: Any = None, by: str = BY_PERSON,
-) -> RunRow:
+) -> Run:
     """Approve a green, unchanged diff. Refuses otherwise and says why.
 
     A run whose verdict needs review is approved only with ``acknowledge``: ``ALL`` (a person who
@@ -205,7 +207,6 @@ def approve(
     names the missing codes. Who acknowledged what is recorded on the run."""
     from pathlib import Path
 
-    from bosun.core import states
     from bosun.core.errors import InvalidTransition, NeedsReview
     from bosun.engine import locks, verdict
     from bosun.engine.context import load_task
@@ -215,17 +216,17 @@ def approve(
     waivers = waivers or {}
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] not in (states.VERIFIED, states.REJECTED):
+        if run.state not in (states.VERIFIED, states.REJECTED):
             raise InvalidTransition(
-                f"run {run_id} is {run['state']!r}; only a verified run can be approved",
-                "run `bosun verify` first" if run["state"] == states.WORKED else "`bosun show` the run",
+                f"run {run_id} is {run.state!r}; only a verified run can be approved",
+                "run `bosun verify` first" if run.state == states.WORKED else "`bosun show` the run",
             )
         task = task or load_task(run_id)
         refuse_unapprovable(run, task, waivers)  # read-only modes
-        gates, tampered = recheck_gates(run, task, ctx.settings(Path(run["repo"])))
+        gates, tampered = recheck_gates(run, task, ctx.settings(Path(run.repo)))
         if tampered:
-            if run["state"] != states.REJECTED:
-                ctx.store.transition(run_id, run["state"], states.REJECTED, "records disagree with the verified tree")
+            if run.state != states.REJECTED:
+                ctx.store.transition(run_id, run.state, states.REJECTED, "records disagree with the verified tree")
             raise Rejected(
                 f"cannot approve {run_id}: its records disagree with the tree bosun verified: " + "; ".join(tampered),
                 "something rewrote the run's records after verification; run `bosun verify` again",
@@ -243,7 +244,7 @@ def approve(
                 problems.append(f"{len(blocking)} open P0..P2 finding(s) in the review: " + blocking[0])
             if str(review.get("verdict", "")).lower() in ("reject", "rejected", "request_changes"):
                 problems.append("the review's verdict is " + str(review.get("verdict")))
-        judged = verdict.decide({**run, "state": states.VERIFIED}, task.model_dump(mode="json"), waived, verification)
+        judged = verdict.decide(run.with_state(states.VERIFIED), task.model_dump(mode="json"), waived, verification)
         assert judged is not None
         if judged["outcome"] == verdict.REFUSED:
             problems.insert(0, "refused by " + ", ".join(f"{r['code']} ({r['sentence'][:160]})" for r in judged["reasons"][:4]))
@@ -286,15 +287,15 @@ def approve(
             run_id,
             waivers=[{"code": c, "reason": r} for c, r in waivers.items()],
             review=review,
-            approved_diff_sha256=run["diff_sha256"],
-            approved_tree=run["data"].get("verified_tree"),
+            approved_diff_sha256=run.diff_sha256,
+            approved_tree=run.data.verified_tree,
             acknowledged=acknowledged,
             error=None,
         )
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         if acknowledged:
             reason += f"; review reasons acknowledged by {by}: " + ", ".join(acknowledged["codes"])
-        ctx.store.transition(run_id, run["state"], states.APPROVED, reason)
+        ctx.store.transition(run_id, run.state, states.APPROVED, reason)
         return ctx.store.require_run(run_id)  # type: ignore[no-any-return]
 
 
@@ -308,16 +309,16 @@ def _check_waivers_known(gates: list[dict[str, Any]], waivers: dict[str, str]) -
                        "discard the run and delegate again")
 
 
-def ensure_may_land(run: RunRow) -> None:
+def ensure_may_land(run: Run) -> None:
     """Integration's check that the run's verdict lets it land: landable, or acknowledged review."""
     from bosun.core.errors import NeedsReview
     from bosun.engine import verdict
 
-    judged = verdict.of_run({**run, "state": "verified"})
+    judged = verdict.of_run(run.with_state(states.VERIFIED))
     if verdict.may_land(judged):
         return
     if judged and judged["outcome"] == verdict.NEEDS_REVIEW:
-        raise NeedsReview(f"run {run['id']} needs a person's review before it lands: " + ", ".join(verdict.codes(judged)),
-                          f"`bosun approve {run['id']}` after reading the reasons")
-    raise Rejected(f"run {run['id']} cannot land: its verdict is {verdict.one_line(judged)}",
-                   f"`bosun show {run['id']}`", code="NOT_LANDABLE")
+        raise NeedsReview(f"run {run.id} needs a person's review before it lands: " + ", ".join(verdict.codes(judged)),
+                          f"`bosun approve {run.id}` after reading the reasons")
+    raise Rejected(f"run {run.id} cannot land: its verdict is {verdict.one_line(judged)}",
+                   f"`bosun show {run.id}`", code="NOT_LANDABLE")

@@ -43,7 +43,7 @@ from bosun.workers.registry import effort_args
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
     from bosun.store.db import Store
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 DEFAULT_COOLDOWN_S = 15 * 60
 MESSAGE_BUDGET_BYTES = 4_000_000
@@ -140,7 +140,7 @@ def provider_ports(profile: Profile) -> tuple[int, ...]:
 
 
 def worker_confinement(
-    run: RunRow, home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
+    run: Run, home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
     connect_ports: tuple[int, ...] | None = None, caches: tuple[Path, ...] = (),
 ) -> Confinement:
     """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
@@ -153,13 +153,13 @@ def worker_confinement(
     from bosun.engine.worktrees import environment_reads
     from bosun.sandbox import Confinement
 
-    worktree = Path(run["worktree"])
+    worktree = Path(run.worktree)
     own = (home, tmp, *caches)
     writable = own if read_only else (worktree, *own)
     if not private_reads:
         return Confinement(writable=writable, connect_ports=connect_ports)
-    rdir = paths.run_dir(run["id"])
-    repo = Path(run["repo"])
+    rdir = paths.run_dir(run.id)
+    repo = Path(run.repo)
     return Confinement(
         writable=writable,
         deny_read=(repo, paths.bosun_home()),
@@ -185,7 +185,7 @@ def kernel_read_only(task: TaskContract) -> bool:
     return task.mode in (Mode.explore, Mode.review)
 
 
-def _worktree_changed(run: RunRow) -> bool:
+def _worktree_changed(run: Run) -> bool:
     from bosun.engine.context import read_run_change
 
     diff = read_run_change(run).diff
@@ -214,7 +214,7 @@ def _missing_key(profile: Profile) -> str | None:
 def run_attempts(
     ctx: Ctx,
     settings: Settings,
-    run: RunRow,
+    run: Run,
     task: TaskContract,
     resume: str | None = None,
     profile_name: str | None = None,
@@ -230,7 +230,7 @@ def run_attempts(
     from bosun.workers.registry import get_worker
 
     store = ctx.store
-    run_id = run["id"]
+    run_id = run.id
     rdir = paths.run_dir(run_id)
     log = record.EventLog(rdir / record.EVENTS)
 
@@ -252,7 +252,7 @@ def run_attempts(
 
     meter.emit = emit
 
-    first = settings.profile(profile_name or run["profile"])
+    first = settings.profile(profile_name or run.profile)
     from bosun.core.redaction import register_key_names
 
     register_key_names([n for p in settings.profiles.values() if (n := p.api_key_env)])
@@ -304,7 +304,7 @@ def run_attempts(
             profile = with_effort(profile, emit)
             wctx = WorkerContext(
                 run_id=run_id,
-                worktree=Path(run["worktree"]),
+                worktree=Path(run.worktree),
                 run_dir=rdir,
                 home=home,
                 tmp=tmp,
@@ -317,7 +317,7 @@ def run_attempts(
                 timeout_s=task.timeout_s or profile.timeout_s,
                 idle_timeout_s=profile.idle_timeout_s,
                 max_steps=profile.max_steps,
-                resume_session=run.get("session_id") if resume and not fresh_session else None,
+                resume_session=run.session_id if resume and not fresh_session else None,
                 read_only=task.mode != Mode.code,
                 permissions=mode_permissions(task),
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
@@ -330,7 +330,7 @@ def run_attempts(
             result = meter.settle(worker.run(wctx), run)
             _redact_result(result)
             current = store.get_run(run_id)
-            if not result.ok and current is not None and current["data"].get("cancel_requested"):
+            if not result.ok and current is not None and current.data.cancel_requested:
                 # `bosun cancel` killed the worker's group: that is a cancellation, not a failure.
                 result.status, result.error_class, result.error_message = "cancelled", None, "cancelled"
         total.add(result.usage)
@@ -389,7 +389,7 @@ def _cancel_poller(store: Store, run_id: str) -> Callable[[], bool]:
             return False
         last[0] = now
         run = store.get_run(run_id)
-        return bool(run and run["data"].get("cancel_requested"))
+        return bool(run and run.data.cancel_requested)
 
     return should_stop
 

@@ -28,7 +28,7 @@ from bosun.core.contract import TaskContract
 from bosun.core.fileio import read_json, write_json_atomic
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 BASELINE = "baseline.json"
 FORMAT_VERSION = 1
@@ -49,14 +49,14 @@ def _cache_path(key: str) -> Path:
     return paths.bosun_home() / "baselines" / f"{key}.json"
 
 
-def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
+def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
     from bosun.engine.verify_commands import verify_checkout, verify_commit, verify_confinement
     from bosun.isolation.git import tree_of
 
-    repo = Path(run["repo"])
+    repo = Path(run.repo)
     # With holdout files, the baseline runs on the full start (the hidden tests included).
-    start = ((run.get("data") or {}).get("holdout") or {}).get("full_start") or run["start_commit"]
+    start = (run.data.holdout or {}).get("full_start") or run.start_commit
     from bosun.engine.worktrees import (
         before_verify,
         borrow_checkout,
@@ -72,7 +72,7 @@ def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> di
     cached = read_json(_cache_path(key), None)
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
-    workdir = paths.run_dir(run["id"]) / "baseline"
+    workdir = paths.run_dir(run.id) / "baseline"
 
     def confine_to(wt: Path, home: Path) -> Any:
         before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
@@ -99,16 +99,16 @@ def run_baseline(run: RunRow, task: TaskContract, should_stop: Any = None) -> di
 class BaselineJob:
     """The baseline in a background thread; ``wait()`` writes ``baseline.json`` in the run directory."""
 
-    def __init__(self, run: RunRow, task: TaskContract) -> None:
+    def __init__(self, run: Run, task: TaskContract) -> None:
         self.run = run
         self.task = task
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._work, name=f"baseline-{run['id']}", daemon=True)
+        self._thread = threading.Thread(target=self._work, name=f"baseline-{run.id}", daemon=True)
 
     def start(self) -> BaselineJob:
-        _running[self.run["id"]] = self
+        _running[self.run.id] = self
         self._thread.start()
         return self
 
@@ -123,30 +123,30 @@ class BaselineJob:
         that failed or was cancelled will not be verified, and nothing of the baseline may outlive it."""
         self._stop.set()
         self._thread.join()
-        _running.pop(self.run["id"], None)
+        _running.pop(self.run.id, None)
 
     def wait(self) -> dict[str, Any]:
         self._thread.join()
         doc = {"format_version": FORMAT_VERSION, "verification": self.result, "error": self.error}
-        write_json_atomic(paths.run_dir(self.run["id"]) / BASELINE, doc)
-        _running.pop(self.run["id"], None)
+        write_json_atomic(paths.run_dir(self.run.id) / BASELINE, doc)
+        _running.pop(self.run.id, None)
         return doc
 
 
-def retake_baseline(run: RunRow, task: TaskContract) -> dict[str, Any] | None:
+def retake_baseline(run: Run, task: TaskContract) -> dict[str, Any] | None:
     """The baseline once more, in this thread (its first try failed); recorded like the first."""
     job = BaselineJob(run, task)
     job._work()  # in this thread: the verification that asks for it waits anyway
     doc = {"format_version": FORMAT_VERSION, "verification": job.result, "error": job.error, "retaken": True}
-    write_json_atomic(paths.run_dir(run["id"]) / BASELINE, doc)
+    write_json_atomic(paths.run_dir(run.id) / BASELINE, doc)
     return job.result
 
 
-def start_baseline(run: RunRow, task: TaskContract, setting: str) -> BaselineJob | None:
+def start_baseline(run: Run, task: TaskContract, setting: str) -> BaselineJob | None:
     """Start the baseline unless it is off, the task has nothing to verify, or it was taken already."""
     if setting == "off" or not task.verify or task.mode.value != "code":
         return None
-    existing = read_json(paths.run_dir(run["id"]) / BASELINE, None)
+    existing = read_json(paths.run_dir(run.id) / BASELINE, None)
     if isinstance(existing, dict) and existing.get("verification"):
         return None
     return BaselineJob(run, task).start()

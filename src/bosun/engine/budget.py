@@ -33,7 +33,7 @@ from bosun.workers.base import ErrorClass, Usage, WorkerResult, ev_message
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 LIVE_WRITE_S = 1.0  # live usage goes to the store at most this often (the dashboard reads it)
 
@@ -164,7 +164,7 @@ class Meter:
         """A ``should_stop`` that is true at a cap or when ``other`` says so (cancellation)."""
         return lambda: self.should_stop() or other()
 
-    def settle(self, result: WorkerResult, run: RunRow) -> WorkerResult:
+    def settle(self, result: WorkerResult, run: Run) -> WorkerResult:
         """After the attempt: a worker stopped at a cap failed with BUDGET_EXCEEDED; its diff is saved."""
         if self.tripped is None:
             return result
@@ -208,14 +208,14 @@ class Meter:
         self.store.merge_data(self.run_id, live_usage=live)
 
 
-def meter_for(ctx: Ctx, settings: Settings, run: RunRow, task: TaskContract) -> Meter:
+def meter_for(ctx: Ctx, settings: Settings, run: Run, task: TaskContract) -> Meter:
     """The meter for one ``work`` of ``run``: caps as of now (the caller sets ``emit``)."""
-    caps = caps_for(ctx.store, settings, task, run["repo"], run.get("plan_id"), run["id"])
-    return Meter(ctx.store, run["id"], caps, settings.budget.warn_at, notify_command=list(settings.notify.command),
-                 notify_cwd=Path(run["repo"]), notify_timeout_s=settings.notify.timeout_s)
+    caps = caps_for(ctx.store, settings, task, run.repo, run.plan_id, run.id)
+    return Meter(ctx.store, run.id, caps, settings.budget.warn_at, notify_command=list(settings.notify.command),
+                 notify_cwd=Path(run.repo), notify_timeout_s=settings.notify.timeout_s)
 
 
-def _save_diff(run: RunRow) -> None:
+def _save_diff(run: Run) -> None:
     from bosun.engine.teardown import preserve_diff
 
     preserve_diff(run)

@@ -21,7 +21,7 @@ from bosun.engine.context import Ctx, read_run_change
 
 if TYPE_CHECKING:
     from bosun.core.contract import TaskContract
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 @dataclass
@@ -40,17 +40,17 @@ class Checked:
         return [g.code for g in self.gates if not g.ok]
 
 
-def check_worked(ctx: Ctx, run: RunRow, task: TaskContract) -> Checked:
+def check_worked(ctx: Ctx, run: Run, task: TaskContract) -> Checked:
     """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
     from bosun.core.contract import Mode
     from bosun.engine import approval
     from bosun.engine.verifying import digest, gates_for_tree, verify_change
     from bosun.isolation.lingering import stop_lingering
 
-    run_id = run["id"]
-    settings = ctx.settings(Path(run["repo"]))
-    window = (run.get("data") or {}).get("worker_window")
-    killed = stop_lingering(Path(run["worktree"]), (window[0], window[1]) if window else None)
+    run_id = run.id
+    settings = ctx.settings(Path(run.repo))
+    window = run.data.worker_window
+    killed = stop_lingering(Path(run.worktree), (window[0], window[1]) if window else None)
     if killed:
         system_event(run_id, "stopped processes the worker left running before verification: " + ", ".join(killed[:10]))
     violation = approval.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
@@ -73,9 +73,9 @@ def system_event(run_id: str, text: str) -> None:
     record.EventLog(paths.run_dir(run_id) / record.EVENTS).append(ev_message(text, role="system"))
 
 
-def tamper_gates(run: RunRow) -> list[GateResult]:
+def tamper_gates(run: Run) -> list[GateResult]:
     """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir."""
-    found = (run.get("data") or {}).get("user_git_tampered")
+    found = run.data.user_git_tampered
     if not found:
         return []
     detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
@@ -86,7 +86,7 @@ def tamper_gates(run: RunRow) -> list[GateResult]:
     return [GateResult("USER_GIT_TAMPERED", False, detail)]
 
 
-def self_review(ctx: Ctx, run: RunRow, task: TaskContract, checked: Checked) -> list[GateResult]:
+def self_review(ctx: Ctx, run: Run, task: TaskContract, checked: Checked) -> list[GateResult]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate; its
     findings are reasons for review (engine/approval.py)."""
     from bosun.engine.approval import self_review_gate
@@ -95,7 +95,7 @@ def self_review(ctx: Ctx, run: RunRow, task: TaskContract, checked: Checked) -> 
     judged = run_self_review(ctx, run, task, checked.diff, checked.diff_sha256, checked.verification)
     if judged is None:
         return []
-    ctx.store.merge_data(run["id"], review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
+    ctx.store.merge_data(run.id, review_escalate=judged["review_escalate"], review_reasons=judged["reasons"],
                          review_usage=judged.get("usage"))
     gates = [g for g in [self_review_gate(judged)] if g]
     if read_run_change(run).tree != checked.tree:

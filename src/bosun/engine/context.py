@@ -23,7 +23,7 @@ from bosun.store.db import Store
 
 if TYPE_CHECKING:
     from bosun.isolation.change import Change, View
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 @dataclass
@@ -67,7 +67,7 @@ def load_task(run_id: str) -> TaskContract:
     return TaskContract.model_validate(doc["task"])
 
 
-def leftover_diff(run: RunRow) -> bytes:
+def leftover_diff(run: Run) -> bytes:
     """What the worktree holds now against the start, for saving before it goes: the diff as
     verified (``diff.patch``) when the worktree is still exactly the verified tree, else diffed anew.
     A landed run's worktree is that tree, so its clean-up does not diff the same two trees again."""
@@ -75,30 +75,30 @@ def leftover_diff(run: RunRow) -> bytes:
 
     view = view_of(run)
     tree, _ = read_tree(view)
-    if tree == (run.get("data") or {}).get("verified_tree") and view.start == run["start_commit"]:
+    if tree == run.data.verified_tree and view.start == run.start_commit:
         try:
-            verified = (paths.run_dir(run["id"]) / record.DIFF).read_bytes()
+            verified = (paths.run_dir(run.id) / record.DIFF).read_bytes()
         except OSError:
             verified = None
-        if verified is not None and hashlib.sha256(verified).hexdigest() == run.get("diff_sha256"):
+        if verified is not None and hashlib.sha256(verified).hexdigest() == run.diff_sha256:
             return verified  # same trees, same bytes (``tree_diff`` is canonical)
     return tree_diff(view, view.start, tree)
 
 
-def view_of(run: RunRow) -> View:
+def view_of(run: Run) -> View:
     """The run's view; made on first use for runs prepared before views existed (no seed index)."""
     from bosun.isolation.change import create_view, view_for
 
-    rdir = paths.run_dir(run["id"])
-    objects = (run.get("data") or {}).get("view_objects")
+    rdir = paths.run_dir(run.id)
+    objects = run.data.view_objects
     if objects:
-        view = view_for(rdir, Path(run["worktree"]), Path(objects), run["start_commit"])
+        view = view_for(rdir, Path(run.worktree), Path(objects), run.start_commit)
         if view.git_dir.is_dir():
             return view
-    return create_view(rdir, Path(run["worktree"]), Path(run["repo"]), run["start_commit"], seed=False)
+    return create_view(rdir, Path(run.worktree), Path(run.repo), run.start_commit, seed=False)
 
 
-def read_run_change(run: RunRow) -> Change:
+def read_run_change(run: Run) -> Change:
     """The worker's change as it is on disk now, read through the run's own view: the one way the
     engine reads a change (``isolation.change.read_change`` does it for a view)."""
     from bosun.isolation.change import read_change

@@ -17,7 +17,7 @@ from bosun.engine.context import Ctx
 from bosun.engine.lifecycle import approve, integrate, prepare, report, verify, work
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 def delegate(
@@ -30,7 +30,7 @@ def delegate(
     on_event: Any = None,
     task_source: str | None = None,
     on_prepared: Any = None,
-) -> RunRow:
+) -> Run:
     """prepare + work + verify; with auto_approve also approve + integrate + report when all green.
 
     The task is parsed once (the caller's) and each repository's config read once, for the whole loop."""
@@ -39,7 +39,7 @@ def delegate(
     skip_final_collection()  # the process that delegates exits without collecting what it loaded
     ctx = ctx.pinned()
     run = prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
-    run_id = run["id"]
+    run_id = run.id
     if on_prepared is not None:
         on_prepared(run_id)
     try:
@@ -50,7 +50,7 @@ def delegate(
         notify_run(ctx, run_id)
 
 
-def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
+def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
     from bosun.engine.baseline import settle, stop_running
 
     with locks.run_lock(run_id):
@@ -63,18 +63,18 @@ def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool
         return run
 
 
-def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> RunRow:
+def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
     try:
         # The baseline goes on while the change is verified: a fast worker does not wait for it.
         run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_up=True)
     except BosunError:
         _safe_report(ctx, run_id)
         raise
-    if run["state"] == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
+    if run.state == states.CANCELLED:  # `bosun cancel` stopped the worker: nothing to verify
         _safe_report(ctx, run_id)
         return ctx.store.require_run(run_id)
     run = verify(ctx, run_id, task)
-    if run["state"] == states.VERIFIED and auto_approve and task.mode == Mode.code and _landable(run):
+    if run.state == states.VERIFIED and auto_approve and task.mode == Mode.code and _landable(run):
         approve(ctx, run_id, task=task)
         integrate(ctx, run_id, task=task)
         return report(ctx, run_id)
@@ -82,7 +82,7 @@ def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: b
     return ctx.store.require_run(run_id)
 
 
-def _landable(run: RunRow) -> bool:
+def _landable(run: Run) -> bool:
     """Only a landable verdict lands without a person: one that needs review waits for them."""
     from bosun.engine import verdict
 

@@ -11,7 +11,7 @@ from bosun.core.config import Settings
 from bosun.core.contract import TaskContract
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 def _as_text(data: bytes | None) -> str | None:
@@ -20,18 +20,18 @@ def _as_text(data: bytes | None) -> str | None:
     return data.decode("utf-8", "replace")
 
 
-def source_conflicts(run: RunRow, changed: set[str]) -> tuple[list[str], str]:
+def source_conflicts(run: Run, changed: set[str]) -> tuple[list[str], str]:
     """Paths the user changed during the run (committed on the source branch, or uncommitted)
     that the worker changed too."""
     from bosun.isolation.git import git, resolve_commit
     from bosun.isolation.snapshot import uncommitted_state
 
-    repo = Path(run["repo"])
-    base = run["base"]
+    repo = Path(run.repo)
+    base = run.base
     try:
-        head = resolve_commit(repo, f"refs/heads/{run['source_branch']}")
+        head = resolve_commit(repo, f"refs/heads/{run.source_branch}")
     except Exception:  # noqa: BLE001 - a deleted source branch is reported, not fatal here
-        return [], f"source branch {run['source_branch']} no longer exists"
+        return [], f"source branch {run.source_branch} no longer exists"
     moved: set[str] = set()
     detail = "source branch unchanged"
     if head != base:
@@ -39,7 +39,7 @@ def source_conflicts(run: RunRow, changed: set[str]) -> tuple[list[str], str]:
         moved = {p for p in out.split("\0") if p}
         detail = f"source branch moved {base[:10]} -> {head[:10]} ({len(moved)} files), no overlap"
     # Only the worker's paths can conflict, so only they are scanned (cheap on a big repository).
-    before = {p: v for p, v in (run["data"].get("uncommitted_at_start") or {}).items() if p in changed}
+    before = {p: v for p, v in (run.data.uncommitted_at_start or {}).items() if p in changed}
     now = uncommitted_state(repo, sorted(changed))
     touched = {p for p in set(before) | set(now) if before.get(p) != now.get(p)}
     if touched - changed:
@@ -49,7 +49,7 @@ def source_conflicts(run: RunRow, changed: set[str]) -> tuple[list[str], str]:
 
 
 def evaluate(
-    run: RunRow,
+    run: Run,
     task: TaskContract,
     settings: Settings,
     diff: bytes,
@@ -65,8 +65,8 @@ def evaluate(
     symlinks may be resolved in it."""
     from bosun.gates import GateInputs, run_gates
 
-    worktree = Path(run["worktree"])
-    start = run["start_commit"]
+    worktree = Path(run.worktree)
+    start = run.start_commit
 
     def base_line_count(path: str) -> int | None:
         data = base_bytes(path)
@@ -82,7 +82,7 @@ def evaluate(
         # The start commit is in the user's object store, which outlives the worktree.
         from bosun.isolation.git import git
 
-        out = git(["ls-tree", "-r", "-z", "--name-only", start], Path(run["repo"])).stdout
+        out = git(["ls-tree", "-r", "-z", "--name-only", start], Path(run.repo)).stdout
         return [p for p in out.split("\0") if p]
 
     changed = {c.path for c in changes} | {c.old_path for c in changes if c.old_path}
@@ -113,7 +113,7 @@ def evaluate(
     return results
 
 
-def escaped_writes(run: RunRow) -> list[str]:
+def escaped_writes(run: Run) -> list[str]:
     """Files a worker wrote next to its worktree (``../name``), found by a scan of the worktrees dir.
 
     Other runs' worktrees are named by run id and ignored; anything else that appeared there after
@@ -121,7 +121,7 @@ def escaped_writes(run: RunRow) -> list[str]:
     """
     from bosun.core.paths import RUN_ID_RE
 
-    parent = Path(run["worktree"]).parent
+    parent = Path(run.worktree).parent
     out = []
     try:
         entries = list(parent.iterdir())
@@ -131,7 +131,7 @@ def escaped_writes(run: RunRow) -> list[str]:
         if RUN_ID_RE.match(entry.name):
             continue
         try:
-            if entry.lstat().st_mtime >= run["created_at"] - 1:
+            if entry.lstat().st_mtime >= run.created_at - 1:
                 out.append(str(entry))
         except FileNotFoundError:
             continue

@@ -40,7 +40,7 @@ DEFAULT_KEEP = 20
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 @dataclass
@@ -91,10 +91,10 @@ def _lock_alive(run_id: str) -> bool:
     return locks.owner_alive(locks.read_owner(run_id))
 
 
-def _plan_alive(store: Store, run: RunRow) -> bool:
+def _plan_alive(store: Store, run: Run) -> bool:
     from bosun.store.worktrees import plan_state
 
-    plan_id = run.get("plan_id")
+    plan_id = run.plan_id
     return bool(plan_id) and plan_state(store, str(plan_id)) in ("running", "paused")
 
 
@@ -110,14 +110,14 @@ def collect(
     now = time.time() if now is None else now
     result = GcResult(dry_run=dry_run)
     runs = all_runs(store)
-    by_id = {r["id"]: r for r in runs}
+    by_id = {r.id: r for r in runs}
     for run in runs:
         _finished_worktree(store, run, result)
     _orphan_worktrees(by_id, result)
     _orphan_branches(store, runs, result)
-    newest = {r["id"] for r in sorted(runs, key=lambda r: r["created_at"], reverse=True)[: max(0, keep)]}
+    newest = {r.id for r in sorted(runs, key=lambda r: r.created_at, reverse=True)[: max(0, keep)]}
     for run in runs:
-        if run["id"] not in newest:
+        if run.id not in newest:
             _old_run_dir(store, run, now - older_than_s, result)
     _orphan_run_dirs(by_id, now - older_than_s, result)
     _old_baselines(now - older_than_s, result)
@@ -129,37 +129,37 @@ def _skip(result: GcResult, run_id: str, reason: str) -> None:
     result.skipped.append({"run_id": run_id, "reason": reason})
 
 
-def _finished_worktree(store: Store, run: RunRow, result: GcResult) -> None:
+def _finished_worktree(store: Store, run: Run, result: GcResult) -> None:
     from bosun.isolation.worktree import branch_exists
 
-    wt = Path(run["worktree"])
-    has_branch = run["state"] != S.CLEANED and branch_exists(run["repo"], run["branch"]) if Path(run["repo"]).is_dir() else False
-    if run["state"] not in FINISHED or run["state"] == S.CLEANED or not (wt.exists() or has_branch):
+    wt = Path(run.worktree)
+    has_branch = run.state != S.CLEANED and branch_exists(run.repo, run.branch) if Path(run.repo).is_dir() else False
+    if run.state not in FINISHED or run.state == S.CLEANED or not (wt.exists() or has_branch):
         return
-    if _lock_alive(run["id"]):
-        _skip(result, run["id"], "a live process holds the run")
+    if _lock_alive(run.id):
+        _skip(result, run.id, "a live process holds the run")
         return
     if _plan_alive(store, run):
-        _skip(result, run["id"], "its plan is still running")
+        _skip(result, run.id, "its plan is still running")
         return
     # A pooled worktree goes back to the pool (nothing freed); a fresh one is removed.
-    pooled = bool((run.get("data") or {}).get("pooled"))
+    pooled = bool(run.data.pooled)
     size = disk_usage(wt) if _is_bosun_worktree(wt) and not pooled else 0
     if not result.dry_run:
         from bosun.engine.context import Ctx
         from bosun.engine.teardown import cleanup
 
         try:
-            cleanup(Ctx(store), run["id"])
+            cleanup(Ctx(store), run.id)
         except Busy:
-            _skip(result, run["id"], "a live process holds the run")
+            _skip(result, run.id, "a live process holds the run")
             return
         except BosunError as exc:
-            _skip(result, run["id"], f"cleanup failed: {exc.message}")
+            _skip(result, run.id, f"cleanup failed: {exc.message}")
             return
-    result.removed.append(Removal("worktree", str(wt), size, run["id"]))
+    result.removed.append(Removal("worktree", str(wt), size, run.id))
     if has_branch:
-        result.removed.append(Removal("branch", f"{run['repo']}:{run['branch']}", 0, run["id"]))
+        result.removed.append(Removal("branch", f"{run.repo}:{run.branch}", 0, run.id))
 
 
 def _is_bosun_worktree(path: Path) -> bool:
@@ -186,7 +186,7 @@ def _repo_of_worktree(wt: Path) -> Path | None:
     return common.parent if common.name == ".git" else common
 
 
-def _orphan_worktrees(by_id: dict[str, RunRow], result: GcResult) -> None:
+def _orphan_worktrees(by_id: dict[str, Run], result: GcResult) -> None:
     root = paths.bosun_home() / "worktrees"
     if not root.is_dir():
         return
@@ -195,7 +195,7 @@ def _orphan_worktrees(by_id: dict[str, RunRow], result: GcResult) -> None:
         run = by_id.get(name)
         if not paths.RUN_ID_RE.match(name) or entry.is_symlink():
             continue
-        if run is not None and run["state"] != S.CLEANED:
+        if run is not None and run.state != S.CLEANED:
             continue  # a run that owns it: handled above, or live
         if _lock_alive(name):
             _skip(result, name, "a live process holds the run")
@@ -243,53 +243,53 @@ def _rmtree(path: Path) -> None:
         shutil.rmtree(path, onerror=writable)
 
 
-def _orphan_branches(store: Store, runs: list[RunRow], result: GcResult) -> None:
+def _orphan_branches(store: Store, runs: list[Run], result: GcResult) -> None:
     """``bosun/<id>`` branches of cleaned runs that are still there (a cleanup interrupted half-way)."""
     from bosun.isolation.git import git
 
-    by_repo: dict[str, dict[str, RunRow]] = {}
+    by_repo: dict[str, dict[str, Run]] = {}
     for r in runs:
-        by_repo.setdefault(r["repo"], {})[r["branch"]] = r
+        by_repo.setdefault(r.repo, {})[r.branch] = r
     for repo, branches in by_repo.items():
         if not Path(repo).is_dir():
             continue
         res = git(["for-each-ref", "--format=%(refname:short)", "refs/heads/bosun/"], repo, check=False)
         for name in res.stdout.split():
             run = branches.get(name)
-            if run is None or run["state"] != S.CLEANED or _lock_alive(run["id"]):
+            if run is None or run.state != S.CLEANED or _lock_alive(run.id):
                 continue  # not ours (another home, a plan branch) or not provably dead
-            if Path(run["worktree"]).exists():
+            if Path(run.worktree).exists():
                 continue  # the orphan worktree goes first; the branch on the next pass
             if not result.dry_run:
                 git(["branch", "-D", name], repo, check=False)
-            result.removed.append(Removal("orphan_branch", f"{repo}:{name}", 0, run["id"]))
+            result.removed.append(Removal("orphan_branch", f"{repo}:{name}", 0, run.id))
 
 
-def _old_run_dir(store: Store, run: RunRow, cutoff: float, result: GcResult) -> None:
-    rdir = paths.run_dir(run["id"])
-    if run["state"] != S.CLEANED or run["updated_at"] > cutoff or not rdir.is_dir():
+def _old_run_dir(store: Store, run: Run, cutoff: float, result: GcResult) -> None:
+    rdir = paths.run_dir(run.id)
+    if run.state != S.CLEANED or run.updated_at > cutoff or not rdir.is_dir():
         return
-    if _lock_alive(run["id"]):
-        _skip(result, run["id"], "a live process holds the run")
+    if _lock_alive(run.id):
+        _skip(result, run.id, "a live process holds the run")
         return
-    if Path(run["worktree"]).exists():
+    if Path(run.worktree).exists():
         return  # never the records of a run whose worktree is still there
     size = disk_usage(rdir)
     if not result.dry_run:
         try:
-            locks.acquire(run["id"])
+            locks.acquire(run.id)
         except Busy:
-            _skip(result, run["id"], "a live process holds the run")
+            _skip(result, run.id, "a live process holds the run")
             return
         try:
             _rmtree(rdir)
-            store.merge_data(run["id"], records_removed_at=time.time())
+            store.merge_data(run.id, records_removed_at=time.time())
         finally:
-            locks.release(run["id"])
-    result.removed.append(Removal("run_dir", str(rdir), size, run["id"]))
+            locks.release(run.id)
+    result.removed.append(Removal("run_dir", str(rdir), size, run.id))
 
 
-def _orphan_run_dirs(by_id: dict[str, RunRow], cutoff: float, result: GcResult) -> None:
+def _orphan_run_dirs(by_id: dict[str, Run], cutoff: float, result: GcResult) -> None:
     root = paths.runs_root()
     if not root.is_dir():
         return

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths, states
 from bosun.core.contract import TaskContract
-from bosun.core.errors import BadInput, Conflict, Rejected
+from bosun.core.errors import BadInput, BosunError, Conflict, Rejected
 from bosun.core.fileio import read_json
 from bosun.engine import record
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 BOSUN_IDENT = ("bosun", "bosun@localhost")
 
@@ -38,19 +38,19 @@ def _identity(repo: Path) -> tuple[str, str]:
     return (name, email) if name and email else BOSUN_IDENT
 
 
-def commit_message(run: RunRow, task: TaskContract, verification: dict[str, Any]) -> str:
+def commit_message(run: Run, task: TaskContract, verification: dict[str, Any]) -> str:
     cmds = verification.get("commands", [])
     if verification.get("passed"):
         verdict = f"passed ({len(cmds)} command{'s' if len(cmds) != 1 else ''})"
     else:
         verdict = "none (waived)"
-    profile = run.get("profile") or "unknown"
+    profile = run.profile or "unknown"
     return (
         f"{task.title}\n\n"
         f"Delegated to a worker by bosun and independently verified.\n\n"
-        f"Bosun-Run: {run['id']}\n"
+        f"Bosun-Run: {run.id}\n"
         f"Bosun-Worker: {profile}\n"
-        f"Bosun-Verification: {verdict}; diff sha256 {run['diff_sha256']}\n"
+        f"Bosun-Verification: {verdict}; diff sha256 {run.diff_sha256}\n"
     )
 
 
@@ -90,17 +90,17 @@ def _changed_between(repo: Path, a: str, b: str) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def _reverify_target(run: RunRow, merged: str, scratch: Path) -> str:
+def _reverify_target(run: Run, merged: str, scratch: Path) -> str:
     """The commit re-verification runs on: the merged result plus the user's uncommitted work if the
     run carried it (when that still applies)."""
     from bosun.isolation.git import git
     from bosun.isolation.worktree import apply_patch_to_commit
 
-    repo = Path(run["repo"])
-    if not run["data"].get("snapshot"):
+    repo = Path(run.repo)
+    if not run.data.snapshot:
         return merged
-    full_start = (run["data"].get("holdout") or {}).get("full_start") or run["start_commit"]
-    raw = git(["diff", "--binary", "--full-index", run["base"], full_start], repo, text=False).stdout
+    full_start = (run.data.holdout or {}).get("full_start") or run.start_commit
+    raw = git(["diff", "--binary", "--full-index", run.base, full_start], repo, text=False).stdout
     snap_patch = raw if isinstance(raw, bytes) else raw.encode()
     if not snap_patch:
         return merged
@@ -110,7 +110,7 @@ def _reverify_target(run: RunRow, merged: str, scratch: Path) -> str:
         return merged
 
 
-def _reverify(run: RunRow, task: TaskContract, target: str) -> dict[str, Any]:
+def _reverify(run: Run, task: TaskContract, target: str) -> dict[str, Any]:
     """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
     fresh HOME. The worktree is put back to the verified tree afterwards."""
     from bosun.engine.context import view_of
@@ -120,47 +120,55 @@ def _reverify(run: RunRow, task: TaskContract, target: str) -> dict[str, Any]:
 
     view = view_of(run)
     try:
-        materialize(view, tree_of(run["repo"], target))
-        return run_verify_commands(task, run, Path(run["worktree"]))
+        materialize(view, tree_of(run.repo, target))
+        return run_verify_commands(task, run, Path(run.worktree))
     finally:
-        materialize(view, run["data"]["verified_tree"])
+        materialize(view, verified_tree(run))
 
 
-def landing_commit(repo: Path, run: RunRow, diff: bytes, message: str, scratch: Path,
+def verified_tree(run: Run) -> str:
+    """The tree verification read: what lands, and what the worktree is put back to."""
+    tree = run.data.verified_tree
+    if not tree:
+        raise BosunError(f"run {run.id} has no verified tree", f"`bosun verify {run.id}` first", code="NOT_VERIFIED")
+    return tree
+
+
+def landing_commit(repo: Path, run: Run, diff: bytes, message: str, scratch: Path,
                    ident: tuple[str, str] | None) -> str:
     """``base`` + the verified change. Without a snapshot the verified tree *is* the landing tree: it is
     committed as is, so what was verified is byte for byte what lands."""
     from bosun.isolation.git import git
     from bosun.isolation.worktree import apply_patch_to_commit, identity_env
 
-    tree = run["data"]["verified_tree"]
-    if run["start_commit"] == run["base"]:
+    tree = verified_tree(run)
+    if run.start_commit == run.base:
         env = identity_env(repo, ident)
-        return git(["commit-tree", tree, "-p", run["base"], "-m", message], repo, env=env).stdout.strip()
-    return apply_patch_to_commit(repo, run["base"], diff, message, scratch, author=ident)
+        return git(["commit-tree", tree, "-p", run.base, "-m", message], repo, env=env).stdout.strip()
+    return apply_patch_to_commit(repo, run.base, diff, message, scratch, author=ident)
 
 
-def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> None:
+def integrate_run(ctx: Ctx, run: Run, task: TaskContract, reverify: bool) -> None:
     from bosun.engine.context import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit
     from bosun.isolation.snapshot import uncommitted_paths
     from bosun.isolation.worktree import fast_forward_user_branch
 
-    run_id = run["id"]
-    repo = Path(run["repo"])
+    run_id = run.id
+    repo = Path(run.repo)
     rdir = paths.run_dir(run_id)
     scratch = rdir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
 
-    tree = run["data"].get("verified_tree")
-    if not tree or tree != run["data"].get("approved_tree"):
+    tree = run.data.verified_tree
+    if not tree or tree != run.data.approved_tree:
         ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "approved tree missing or changed")
         raise Rejected(f"{run_id} has no approved tree to land", "run `bosun verify` and approve again",
                        code="DIFF_CHANGED")
     view = view_of(run)
-    diff = tree_diff(view, run["start_commit"], tree)
-    if hashlib.sha256(diff).hexdigest() != run["data"].get("approved_diff_sha256"):
+    diff = tree_diff(view, run.start_commit, tree)
+    if hashlib.sha256(diff).hexdigest() != run.data.approved_diff_sha256:
         ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "diff changed after approval")
         raise Rejected(
             f"the diff of {run_id} changed after it was approved", "run `bosun verify` and approve again",
@@ -174,7 +182,7 @@ def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> 
         note = ("no git identity is set (user.name, user.email), so the landing commit is authored "
                 "bosun <bosun@localhost>; `git config user.name ...` and `git config user.email ...` change that")
         record.EventLog(rdir / record.EVENTS).append(ev_message(note, role="system"))
-        ctx.store.merge_data(run["id"], landing_author_note=note)
+        ctx.store.merge_data(run.id, landing_author_note=note)
     if not diff.strip():
         raise BadInput("nothing to commit", "the change is empty: there is nothing to land")
     try:
@@ -187,9 +195,9 @@ def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> 
             code="OVERLAPS_UNCOMMITTED",
         ) from None
 
-    branch = run["source_branch"]
+    branch = run.source_branch
     head = resolve_commit(repo, f"refs/heads/{branch}")
-    merged = landing if head == run["base"] else _merge(repo, head, landing, run_id, ident)
+    merged = landing if head == run.base else _merge(repo, head, landing, run_id, ident)
 
     touched = _changed_between(repo, head, merged)
     on_branch = _checked_out_branch(repo) == branch
@@ -224,7 +232,7 @@ def integrate_run(ctx: Ctx, run: RunRow, task: TaskContract, reverify: bool) -> 
         fast_forward_user_branch(repo, branch, head, merged)
     else:
         git(["update-ref", f"refs/heads/{branch}", merged, head], repo)
-    git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
+    git(["update-ref", f"refs/heads/{run.branch}", landing], repo)
     ctx.store.update_run(run_id, merged_commit=merged)
     ctx.store.merge_data(run_id, landing_commit=landing, reverified=bool(reverify and task.verify))
     ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {branch} at {merged[:12]}")

@@ -23,10 +23,10 @@ from bosun.engine.stops import RunStopped, recorded
 from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
+from bosun.store.run import Run
 
 if TYPE_CHECKING:
     from bosun.core.config import Settings
-    from bosun.store.rows import RunRow
 
 # ---------------------------------------------------------------------------------------------
 # prepare
@@ -42,7 +42,7 @@ def prepare(
     task_source: str | None = None,
     carry_uncommitted: bool = True,
     remote_cap: int | None = None,
-) -> RunRow:
+) -> Run:
     """Validate everything, then create the run, its snapshot and its worktree.
 
     ``remote_cap`` bounds the active runs whose worker is on a remote pool (default
@@ -87,7 +87,7 @@ def prepare(
     full_start = snapshot or base
     start, hidden = _strip_holdout(repo, full_start, task.holdout, scratch) if task.holdout else (full_start, [])
 
-    run = {
+    run = Run.from_row({
         "id": run_id,
         "state": states.PREPARED,
         "title": task.title,
@@ -111,7 +111,7 @@ def prepare(
             "caller": os.environ.get("PARENT_AGENT") or None,
             **({"remote": True} if choice.profile.adapter == "remote" else {}),
         },
-    }
+    })
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
     remote, cap = active_cap(settings, choice.profile.adapter, remote_cap)
     with locks.concurrency_slot(lambda: ctx.store.count_active(remote=remote), cap, wait):
@@ -170,7 +170,7 @@ def work(
     task: TaskContract | None = None,
     defer_baseline: bool = False,
     warm_up: bool = False,
-) -> RunRow:
+) -> Run:
     """Run the worker (with fallbacks) in the run's worktree. Ends worked, failed, blocked or cancelled.
 
     ``task`` is the run's task when the caller holds it already (delegate); else task.json is read.
@@ -186,18 +186,18 @@ def work(
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] not in RESUMABLE_FROM:
+        if run.state not in RESUMABLE_FROM:
             raise InvalidTransition(
-                f"run {run_id} is {run['state']!r}; work needs a prepared run (or verified/rejected/failed to revise)",
+                f"run {run_id} is {run.state!r}; work needs a prepared run (or verified/rejected/failed to revise)",
                 "`bosun show` the run",
             )
-        if resume is not None and run["state"] == states.PREPARED:
+        if resume is not None and run.state == states.PREPARED:
             raise BadInput("--resume continues an earlier worker session; this run has none yet", "run `bosun work` first")
-        repo = Path(run["repo"])
+        repo = Path(run.repo)
         settings = ctx.settings(repo)
         task = task or load_task(run_id)
-        check_before_dispatch(ctx.store, settings, task, run["repo"], run.get("plan_id"), run_id)
-        ctx.store.transition(run_id, run["state"], states.WORKING, "revise: " + resume[:200] if resume else "worker started")
+        check_before_dispatch(ctx.store, settings, task, run.repo, run.plan_id, run_id)
+        ctx.store.transition(run_id, run.state, states.WORKING, "revise: " + resume[:200] if resume else "worker started")
         ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False, acknowledged=None)
         watch = gitwatch.take(repo)
         began = boot_clock()
@@ -218,7 +218,7 @@ def work(
             # bosun itself is going down (KeyboardInterrupt, a bug): leave the run recoverable.
             if baseline is not None:
                 baseline.stop()
-            current = ctx.store.require_run(run_id)["state"]
+            current = ctx.store.require_run(run_id).state
             if current == states.WORKING:
                 reason = "interrupted: " + (type(exc).__name__)
                 ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, reason)
@@ -249,7 +249,7 @@ def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]
     ctx.store.merge_data(run_id, user_git_tampered={"changed": changed, "restored": restored, "failed": failed})
 
 
-def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> RunRow:
+def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> Run:
     res = outcome.result
     data: dict[str, Any] = {"worker": res.to_dict(), "usage": outcome.usage.to_dict(), "bosun_pid": None}
     if res.session_id:
@@ -275,20 +275,20 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> RunRow:
 # verify
 
 
-def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
+def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> Run:
     """Re-run verification and all gates; ends verified or rejected."""
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] in (states.VERIFIED, states.REJECTED, states.APPROVED):
-            ctx.store.transition(run_id, run["state"], states.WORKED, "re-verification requested")
-        elif run["state"] != states.WORKED:
+        if run.state in (states.VERIFIED, states.REJECTED, states.APPROVED):
+            ctx.store.transition(run_id, run.state, states.WORKED, "re-verification requested")
+        elif run.state != states.WORKED:
             raise InvalidTransition(
-                f"run {run_id} is {run['state']!r}; verification needs a worked run", "run `bosun work` first"
+                f"run {run_id} is {run.state!r}; verification needs a worked run", "run `bosun work` first"
             )
         return _verify_worked(ctx, run_id, task)
 
 
-def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> RunRow:
+def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> Run:
     """The verify phase (:mod:`bosun.engine.checking`), recorded: the run ends verified when every
     gate is green, else rejected; :mod:`bosun.engine.verdict` reads the record."""
     from bosun.engine.checking import check_worked
@@ -318,7 +318,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
 
 
 def approve(ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
-            task: TaskContract | None = None, acknowledge: Any = None, by: str = "person") -> RunRow:
+            task: TaskContract | None = None, acknowledge: Any = None, by: str = "person") -> Run:
     """Approve a green, unchanged diff; a run that needs review only with its reasons acknowledged
     (:func:`bosun.engine.approval.approve`)."""
     from bosun.engine.approval import approve as approve_run
@@ -330,18 +330,18 @@ def approve(ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers
 # integrate / report / cleanup
 
 
-def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> RunRow:
+def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> Run:
     from bosun.engine.integration import integrate_run
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        merged = run.get("merged_commit")
+        merged = run.merged_commit
         if merged:
             raise InvalidTransition(f"run {run_id} is already merged, as commit {merged[:12]}",
                                     f"nothing to do; `bosun show {run_id}` has its record")
-        if run["state"] != states.APPROVED:
+        if run.state != states.APPROVED:
             raise InvalidTransition(
-                f"run {run_id} is {run['state']!r}; only an approved run can be integrated",
+                f"run {run_id} is {run.state!r}; only an approved run can be integrated",
                 "`bosun approve` it first",
             )
         from bosun.engine.approval import ensure_landable, ensure_may_land
@@ -349,35 +349,35 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskCon
         task = task or load_task(run_id)
         ensure_landable(run, task)  # read-only modes never land a change
         ensure_may_land(run)  # landable, or its review reasons acknowledged
-        settings = ctx.settings(Path(run["repo"]))
+        settings = ctx.settings(Path(run.repo))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
         integrate_run(ctx, run, task, do_reverify)
         ctx.store.merge_data(run_id, error=None)
         return ctx.store.require_run(run_id)
 
 
-def report(ctx: Ctx, run_id: str) -> RunRow:
+def report(ctx: Ctx, run_id: str) -> Run:
     from bosun.engine.run_report import write_report
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        landed = run["state"] == states.INTEGRATED
+        landed = run.state == states.INTEGRATED
         write_report(ctx, run)
-        if states.can_transition(run["state"], states.REPORTED):
-            ctx.store.transition(run_id, run["state"], states.REPORTED, "report written")
-        if landed and ctx.settings(Path(run["repo"])).cleanup_after_integrate:
+        if states.can_transition(run.state, states.REPORTED):
+            ctx.store.transition(run_id, run.state, states.REPORTED, "report written")
+        if landed and ctx.settings(Path(run.repo)).cleanup_after_integrate:
             # The change is on the user's branch and the record is written: the worktree and the
             # bosun/<id> branch are clutter in their repo now. show/diff read the run directory.
             return cleanup(ctx, run_id)
         return ctx.store.require_run(run_id)
 
 
-def recover(ctx: Ctx, run_id: str) -> RunRow:
+def recover(ctx: Ctx, run_id: str) -> Run:
     """After a crash: a run stuck in ``working`` goes to verification if the worker left a diff,
     back to ``prepared`` otherwise. Nothing the worker wrote is touched."""
     run = ctx.store.require_run(run_id)
     owner = locks.read_owner(run_id)
-    if run["state"] == states.WORKING and locks.owner_alive(owner):
+    if run.state == states.WORKING and locks.owner_alive(owner):
         raise BadInput(
             f"run {run_id} is still being worked by a live bosun process (pid {owner['pid']})",  # type: ignore[index]
             "wait for it, or `bosun cancel` it",
@@ -385,10 +385,10 @@ def recover(ctx: Ctx, run_id: str) -> RunRow:
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         kill_orphan_worker(run)
-        if run["state"] == states.WORKING:
+        if run.state == states.WORKING:
             ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, "recover: the bosun process died during work")
-            run["state"] = states.INTERRUPTED
-        if run["state"] == states.INTERRUPTED:
+            run.state = states.INTERRUPTED
+        if run.state == states.INTERRUPTED:
             diff = read_run_change(run).diff
             if diff:
                 ctx.store.transition(run_id, states.INTERRUPTED, states.WORKED, "recover: the worker left a diff")
@@ -396,14 +396,14 @@ def recover(ctx: Ctx, run_id: str) -> RunRow:
                 return _verify_worked(ctx, run_id)
             ctx.store.transition(run_id, states.INTERRUPTED, states.PREPARED, "recover: no diff; ready to work again")
             return ctx.store.require_run(run_id)
-        if run["state"] == states.WORKED:
+        if run.state == states.WORKED:
             _retake_baseline(ctx, run)
             return _verify_worked(ctx, run_id)
-        raise BadInput(f"run {run_id} is {run['state']!r}; nothing to recover", "`bosun show` the run")
+        raise BadInput(f"run {run_id} is {run.state!r}; nothing to recover", "`bosun show` the run")
 
 
-def _retake_baseline(ctx: Ctx, run: RunRow) -> None:
+def _retake_baseline(ctx: Ctx, run: Run) -> None:
     """The process that died took the baseline with it: without one the change is not proven."""
     from bosun.engine.baseline import start_baseline
 
-    start_baseline(run, load_task(run["id"]), ctx.settings(Path(run["repo"])).baseline)  # verification settles it
+    start_baseline(run, load_task(run.id), ctx.settings(Path(run.repo)).baseline)  # verification settles it

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 RUNNING = frozenset({"prepared", "working", "worked"})
 
@@ -30,10 +30,10 @@ def notify_run(ctx: Ctx, run_id: str) -> list[str]:
     """Notify about ``run_id`` if it stopped; returns what was done (for tests and logs)."""
     try:
         run = ctx.store.require_run(run_id)
-        cfg = ctx.settings(Path(run["repo"])).notify
+        cfg = ctx.settings(Path(run.repo)).notify
     except BosunError:
         return []
-    if run["state"] in RUNNING or not (cfg.command or cfg.bell or cfg.desktop):
+    if run.state in RUNNING or not (cfg.command or cfg.bell or cfg.desktop):
         return []
     from bosun.engine.results import run_result
 
@@ -43,7 +43,7 @@ def notify_run(ctx: Ctx, run_id: str) -> list[str]:
     result: dict[str, Any] = {**run_result(run)}
     result["verdict_line"] = one_line(result.get("verdict"))
     if cfg.command:
-        done.append(run_command(cfg.command, result, Path(run["repo"]), cfg.timeout_s))
+        done.append(run_command(cfg.command, result, Path(run.repo), cfg.timeout_s))
     if cfg.bell:
         done.append(_bell())
     if cfg.desktop:
@@ -82,23 +82,23 @@ def _bell() -> str:
     return "bell"
 
 
-def headline(run: Mapping[str, Any], verdict: Mapping[str, Any] | None) -> str:
+def headline(run: Run, verdict: Mapping[str, Any] | None) -> str:
     """What a notification says first: the verdict as every surface says it, then the state."""
     from bosun.core.states import shown_state
     from bosun.engine.verdict import one_line
 
-    state = shown_state(run["state"], run.get("merged_commit"))
+    state = shown_state(run.state, run.merged_commit)
     return f"bosun: {one_line(verdict)}" if verdict else f"bosun: {state}"
 
 
-def _desktop(run: RunRow, verdict: Mapping[str, Any] | None) -> str:
+def _desktop(run: Run, verdict: Mapping[str, Any] | None) -> str:
     from bosun.proc import run_quick
 
     exe = shutil.which("notify-send")
     if exe is None:
         return "desktop: notify-send not installed"
     try:
-        run_quick([exe, headline(run, verdict), f"{run['id']} {run['title']} ({run['state']})"], timeout=10)
+        run_quick([exe, headline(run, verdict), f"{run.id} {run.title} ({run.state})"], timeout=10)
     except Exception:  # noqa: BLE001 - a missing display must not fail the run
         return "desktop: failed"
     return "desktop"

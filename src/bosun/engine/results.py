@@ -10,28 +10,27 @@ from bosun.core.paths import run_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
     from bosun.core.result_types import RunResult
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 # States that are an outcome without a fault: an ``error`` recorded on the way there is history,
 # not the current state, and is never shown (the transition log keeps it).
 CLEAN_STATES = frozenset({"prepared", "worked", "verified", "approved", "integrated", "reported", "cleaned"})
 
 
-def current_error(run: RunRow) -> dict[str, Any] | None:
+def current_error(run: Run) -> dict[str, Any] | None:
     """The run's recorded error if it still describes the run's state, else None."""
-    if run["state"] in CLEAN_STATES:
+    if run.state in CLEAN_STATES:
         return None
-    err = (run.get("data") or {}).get("error")
+    err = run.data.error
     return err if isinstance(err, dict) else None
 
 
-def run_result(run: RunRow, error: dict[str, Any] | None = None, brief: bool = False) -> RunResult:
-    rdir = run_dir(run["id"])
-    data = run.get("data") or {}
+def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = False) -> RunResult:
+    rdir = run_dir(run.id)
+    data = run.data
     gates_doc = read_json(rdir / "gates.json", {}) or {}
     verification = read_json(rdir / "verification.json", None)
     metrics = read_json(rdir / "metrics.json", {}) or {}
@@ -41,58 +40,58 @@ def run_result(run: RunRow, error: dict[str, Any] | None = None, brief: bool = F
 
     task_doc = read_json(rdir / "task.json", {}) or {}
     result: dict[str, Any] = {
-        "id": run["id"],
-        "state": run["state"],
+        "id": run.id,
+        "state": run.state,
         # The one verdict (engine/verdict.py): landable, needs_review (with its reasons) or refused.
         "verdict": decide(run, task_doc.get("task"), gates_doc.get("gates", []), verification),
         # The verdicts come first: the self-review's, and whether an answer's citations are backed.
         **({"review": _review(review_doc)} if review_doc is not None else {}),
         **({"answer_verified": citations.get("answer_verified")} if isinstance(citations, dict) else {}),
-        "title": run["title"],
-        "profile": run["profile"],
-        "profile_reason": run.get("profile_reason"),
-        "base": run["base"],
-        "source_branch": run["source_branch"],
-        "branch": run["branch"],
-        "worktree": run["worktree"],
-        "diff_sha256": run.get("diff_sha256"),
-        "files_changed": run.get("files_changed", 0),
+        "title": run.title,
+        "profile": run.profile,
+        "profile_reason": run.profile_reason,
+        "base": run.base,
+        "source_branch": run.source_branch,
+        "branch": run.branch,
+        "worktree": run.worktree,
+        "diff_sha256": run.diff_sha256,
+        "files_changed": run.files_changed,
         "gates": [
             {"code": g["code"], "ok": g["ok"], "detail": g.get("detail", ""), **({"waived": True} if g.get("waived") else {}),
              **({"review": g["review"]} if g.get("review") else {})}
             for g in gates_doc.get("gates", [])
         ],
         "verification": _verification(verification),
-        "usage": data.get("usage"),
+        "usage": data.usage,
         "cost_usd": (metrics.get("worker") or {}).get("cost_usd"),
-        "merged_commit": run.get("merged_commit"),
+        "merged_commit": run.merged_commit,
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
     if isinstance(citations, dict):
         # Explore and review answers: which path:line citations the start tree backs.
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}
-    if data.get("read_only_violation"):
-        result["read_only_violation"] = data["read_only_violation"]
-    if data.get("sandbox"):
+    if data.read_only_violation:
+        result["read_only_violation"] = data.read_only_violation
+    if data.sandbox:
         # What the kernel enforced for this run's worker: {mechanism, abi, network, containment}.
-        result["sandbox"] = data["sandbox"]
-    unenforced = (data.get("worker") or {}).get("unenforced")
+        result["sandbox"] = data.sandbox
+    unenforced = (data.worker or {}).get("unenforced")
     if unenforced:
         # Safety rules this worker CLI could not enforce for this run (bosun's gates still apply).
         result["unenforced"] = unenforced
     if not brief:
         result["savings"] = metrics.get("parent")
-        result["final_message"] = (data.get("worker") or {}).get("final_text")
+        result["final_message"] = (data.worker or {}).get("final_text")
     return result  # type: ignore[return-value]  # built in key order (verdicts first), shaped as RunResult
 
 
-def _current_review(rdir: Any, run: RunRow) -> dict[str, Any] | None:
+def _current_review(rdir: Any, run: Run) -> dict[str, Any] | None:
     """The self-review record of the run's current diff (one of an earlier diff is left out)."""
     doc = read_json(rdir / "review.json", None)
     if not isinstance(doc, dict):
         return None
-    if doc.get("diff_sha256") and run.get("diff_sha256") and doc["diff_sha256"] != run["diff_sha256"]:
+    if doc.get("diff_sha256") and run.diff_sha256 and doc.get("diff_sha256") != run.diff_sha256:
         return None
     return doc
 
@@ -144,15 +143,15 @@ def _baseline(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def list_item(run: Mapping[str, Any]) -> dict[str, Any]:
+def list_item(run: Run) -> dict[str, Any]:
     return {
-        "id": run["id"],
-        "state": run["state"],
-        "title": run["title"],
-        "profile": run["profile"],
-        "files_changed": run.get("files_changed", 0),
-        "created_at": run["created_at"],
-        "updated_at": run["updated_at"],
-        "repo": run["repo"],
-        "plan_id": run.get("plan_id"),
+        "id": run.id,
+        "state": run.state,
+        "title": run.title,
+        "profile": run.profile,
+        "files_changed": run.files_changed,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "repo": run.repo,
+        "plan_id": run.plan_id,
     }

@@ -19,17 +19,17 @@ from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
-def _base_files_text(run: RunRow, changed: list[str]) -> str:
+def _base_files_text(run: Run, changed: list[str]) -> str:
     from bosun.isolation.blobs import BlobReader
     from bosun.isolation.git import git_env
 
     parts = []
-    with BlobReader(Path(run["repo"]), git_env()) as blobs:
+    with BlobReader(Path(run.repo), git_env()) as blobs:
         for path in changed[:200]:
-            data = blobs.read(run["start_commit"], path)
+            data = blobs.read(run.start_commit, path)
             if data is not None:
                 parts.append(data.decode("utf-8", "replace"))
     return "\n".join(parts)
@@ -50,20 +50,20 @@ def _changed_paths(diff_text: str) -> list[str]:
     return out
 
 
-def build_metrics(ctx: Ctx, run: RunRow) -> dict[str, Any]:
-    rdir = paths.run_dir(run["id"])
-    settings = ctx.settings(Path(run["repo"]))
-    data = run.get("data") or {}
-    usage = Usage.from_event(data.get("usage") or {})
+def build_metrics(ctx: Ctx, run: Run) -> dict[str, Any]:
+    rdir = paths.run_dir(run.id)
+    settings = ctx.settings(Path(run.repo))
+    data = run.data
+    usage = Usage.from_event(data.usage or {})
     try:
-        prices = settings.profile(run["profile"]).prices
+        prices = settings.profile(run.profile).prices
     except Exception:  # noqa: BLE001 - a profile removed from config since the run: price unknown
         prices = None
     worker_cost = cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
-    transitions = ctx.store.transitions(run["id"])
-    started = transitions[0]["at"] if transitions else run["created_at"]
+    transitions = ctx.store.transitions(run.id)
+    started = transitions[0]["at"] if transitions else run.created_at
     ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)
     returned = json.dumps(result, separators=(",", ":"))
@@ -71,29 +71,29 @@ def build_metrics(ctx: Ctx, run: RunRow) -> dict[str, Any]:
         _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
     )
     return {
-        "run_id": run["id"],
-        "state": run["state"],
+        "run_id": run.id,
+        "state": run.state,
         # The one verdict (engine/verdict.py), as `show --json` and every other surface has it.
         "verdict": result["verdict"],
         "verdict_line": one_line(result["verdict"]),
-        "profile": run["profile"],
+        "profile": run.profile,
         "duration_s": round(ended - started, 3),
         "worker": {
             "usage": usage.to_dict(),
             "cost_usd": worker_cost,
             "cost_reported_by_cli_usd": usage.cost_usd,
             "prices_per_million": prices.model_dump() if prices else None,
-            "attempts": len(ctx.store.attempts(run["id"])),
+            "attempts": len(ctx.store.attempts(run.id)),
         },
         "diff": diff_stats(diff_text),
         "parent": estimate,
         # Present when the parent was metered (delegated through `bosun mcp`): measured, not estimated.
-        "parent_measured": measured_receipt(data.get("parent_measured"), estimate, settings.parent_prices, worker_cost),
+        "parent_measured": measured_receipt(data.parent_measured, estimate, settings.parent_prices, worker_cost),
     }
 
 
-def write_report(ctx: Ctx, run: RunRow) -> dict[str, Any]:
-    rdir = paths.run_dir(run["id"])
+def write_report(ctx: Ctx, run: Run) -> dict[str, Any]:
+    rdir = paths.run_dir(run.id)
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
     from bosun.core.redaction import redact_text
@@ -102,22 +102,22 @@ def write_report(ctx: Ctx, run: RunRow) -> dict[str, Any]:
     return metrics
 
 
-def render_markdown(ctx: Ctx, run: RunRow, metrics: dict[str, Any]) -> str:
-    rdir = paths.run_dir(run["id"])
+def render_markdown(ctx: Ctx, run: Run, metrics: dict[str, Any]) -> str:
+    rdir = paths.run_dir(run.id)
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
-    lines = [f"# bosun run {run['id']}: {run['title']}", ""]
+    lines = [f"# bosun run {run.id}: {run.title}", ""]
     lines.append(f"- verdict: **{metrics.get('verdict_line') or one_line(None)}**")
     lines += [f"  - {r['code']}: {r['sentence']}" for r in (metrics.get("verdict") or {}).get("reasons") or []]
-    lines.append(f"- state: **{shown_state(run['state'], run.get('merged_commit'))}**")
-    lines.append(f"- profile: {run['profile']} ({run.get('profile_reason') or ''})")
-    lines.append(f"- source: {run['source_branch']} @ {run['base'][:12]}; worktree branch {run['branch']}")
-    merged = run.get("merged_commit")
+    lines.append(f"- state: **{shown_state(run.state, run.merged_commit)}**")
+    lines.append(f"- profile: {run.profile} ({run.profile_reason or ''})")
+    lines.append(f"- source: {run.source_branch} @ {run.base[:12]}; worktree branch {run.branch}")
+    merged = run.merged_commit
     if merged:
         lines.append(f"- merged: {merged[:12]}")
     lines.append(f"- diff: {metrics['diff']['files']} files, +{metrics['diff']['added_lines']} "
-                 f"-{metrics['diff']['deleted_lines']}, sha256 {run.get('diff_sha256') or '-'}")
-    err = (run.get("data") or {}).get("error")
+                 f"-{metrics['diff']['deleted_lines']}, sha256 {run.diff_sha256 or '-'}")
+    err = run.data.error
     if err:
         lines.append(f"- error: {err.get('code')}: {err.get('message')}")
     lines += ["", "## Verification (run by bosun)", ""]
@@ -146,7 +146,7 @@ def render_markdown(ctx: Ctx, run: RunRow, metrics: dict[str, Any]) -> str:
     elif m:
         lines.append(f"- parent tokens not measured: {m.get('reason')}")
     lines += ["", "## History", ""]
-    for t in ctx.store.transitions(run["id"]):
+    for t in ctx.store.transitions(run.id):
         when = time.strftime("%H:%M:%S", time.gmtime(t["at"]))
         lines.append(f"- {when} {t['from_state'] or '-'} -> {t['to_state']} (pid {t['pid']}): {t['reason']}")
     return "\n".join(lines) + "\n"

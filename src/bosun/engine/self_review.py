@@ -20,7 +20,7 @@ from bosun.core.contract import Mode, TaskContract
 
 if TYPE_CHECKING:
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 DEFAULT_MIN_DIFF_LINES = 40
 REVIEW_FILE = "review.json"
@@ -129,15 +129,15 @@ def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
     return bool(profile.self_review) and changed >= min_lines
 
 
-def run_self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, digest: str,
+def run_self_review(ctx: Ctx, run: Run, task: TaskContract, diff: bytes, digest: str,
                     verification: dict[str, Any]) -> dict[str, Any] | None:
     """Run the review turn if the profile asks for it and the diff is big enough; record review.json.
     None when the profile has no self-review; a "skipped" record when the diff is too small."""
     from bosun.engine import record
     from bosun.engine.attempts import run_attempts
 
-    settings = ctx.settings(Path(run["repo"]))
-    profile = settings.profile(run["profile"])
+    settings = ctx.settings(Path(run.repo))
+    profile = settings.profile(run.profile)
     if not profile.self_review:
         return None
     text = diff.decode("utf-8", "replace")
@@ -145,18 +145,18 @@ def run_self_review(ctx: Ctx, run: RunRow, task: TaskContract, diff: bytes, dige
         skipped = {"status": SKIPPED, "review_escalate": False, "report": None, "diff_sha256": digest,
                    "reasons": [f"skipped: the diff changes fewer than {settings.self_review_min_diff_lines} lines "
                                "(self_review_min_diff_lines); nothing was reviewed"]}
-        record.write_doc(run["id"], REVIEW_FILE, skipped)
+        record.write_doc(run.id, REVIEW_FILE, skipped)
         return skipped
     review_task = task.model_copy(update={"mode": Mode.review})
     prompt = build_prompt(task, text, digest, verification)
     outcome = run_attempts(ctx, settings, run, review_task, resume=None, profile_name=profile.name,
                            prompt_override=prompt, fresh_session=True)
     if outcome.result.ok:
-        judged = validate_report(extract_json(outcome.result.final_text), digest, task, Path(run["worktree"]))
+        judged = validate_report(extract_json(outcome.result.final_text), digest, task, Path(run.worktree))
     else:
         judged = {"status": FAILED, "review_escalate": True,
                   "reasons": [f"the review turn failed: {outcome.result.error_message}"], "report": None}
     judged["usage"] = outcome.usage.to_dict()
     judged["diff_sha256"] = digest
-    record.write_doc(run["id"], REVIEW_FILE, judged)
+    record.write_doc(run.id, REVIEW_FILE, judged)
     return judged

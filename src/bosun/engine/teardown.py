@@ -17,60 +17,60 @@ from bosun.engine import locks
 from bosun.engine.context import Ctx, leftover_diff
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
 
 
-def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> RunRow:
+def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> Run:
     """Remove the worktree and branch of an integrated or discarded run."""
     from bosun.engine.worktrees import close_worktree
     from bosun.isolation.worktree import remove_worktree
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        if run["state"] == states.CLEANED:
+        if run.state == states.CLEANED:
             return run
-        if run["state"] not in CLEANABLE and not force:
+        if run.state not in CLEANABLE and not force:
             raise BadInput(
-                f"run {run_id} is {run['state']!r}: its work is not merged; cleanup would delete it",
+                f"run {run_id} is {run.state!r}: its work is not merged; cleanup would delete it",
                 "integrate it, `bosun discard` it, or pass --force (the diff stays in the run directory)",
             )
-        if not states.can_transition(run["state"], states.CLEANED):
+        if not states.can_transition(run.state, states.CLEANED):
             # Forced cleanup of an unfinished run goes through cancelled, so the history says so.
-            ctx.store.transition(run_id, run["state"], states.CANCELLED, "forced cleanup")
-            run["state"] = states.CANCELLED
+            ctx.store.transition(run_id, run.state, states.CANCELLED, "forced cleanup")
+            run.state = states.CANCELLED
         saved = preserve_diff(run)
         _restore_worktree_pointer(run)
-        close_worktree(ctx.store, ctx.settings(Path(run["repo"])), run, diff_saved=saved)  # to the pool, or removed
+        close_worktree(ctx.store, ctx.settings(Path(run.repo)), run, diff_saved=saved)  # to the pool, or removed
         from bosun.engine.verify_commands import verify_worktree
 
         baseline_wt = verify_worktree(paths.run_dir(run_id) / "baseline")
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
-            remove_worktree(Path(run["repo"]), baseline_wt, None, delete_branch=False)
+            remove_worktree(Path(run.repo), baseline_wt, None, delete_branch=False)
         shutil.rmtree(paths.run_dir(run_id) / "scratch", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "home", ignore_errors=True)
         for home in paths.run_dir(run_id).glob("verify-home*"):
             shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
-        ctx.store.transition(run_id, run["state"], states.CLEANED, "worktree and branch removed")
+        ctx.store.transition(run_id, run.state, states.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
 
 
-def _restore_worktree_pointer(run: RunRow) -> None:
+def _restore_worktree_pointer(run: Run) -> None:
     """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
     from bosun.engine.context import view_of
     from bosun.isolation.change import restore_pointer
 
-    if Path(run["worktree"]).is_dir() and (paths.run_dir(run["id"]) / "view.git").is_dir():
+    if Path(run.worktree).is_dir() and (paths.run_dir(run.id) / "view.git").is_dir():
         restore_pointer(view_of(run))
 
 
-def preserve_diff(run: RunRow) -> bool:
+def preserve_diff(run: Run) -> bool:
     """Save what the worker wrote before its worktree goes away (nothing is lost). True when the
     worktree's diff is known now (empty, or saved to ``final.patch``)."""
-    wt = Path(run["worktree"])
+    wt = Path(run.worktree)
     if not wt.exists():
         return False
     try:
@@ -78,7 +78,7 @@ def preserve_diff(run: RunRow) -> bool:
     except BosunError:
         return False  # a worktree bosun cannot read (a refused change): there is no diff to save, only the record
     if diff:
-        write_bytes_atomic(paths.run_dir(run["id"]) / "final.patch", diff)
+        write_bytes_atomic(paths.run_dir(run.id) / "final.patch", diff)
     return True
 
 
@@ -97,16 +97,16 @@ def cancelled_error(run_id: str) -> dict[str, str]:
     }
 
 
-def cancel(ctx: Ctx, run_id: str) -> RunRow:
+def cancel(ctx: Ctx, run_id: str) -> Run:
     """Stop a running worker (its whole process group) and mark the run cancelled.
 
     Returns once the worker is gone. When the bosun process that owns a working run has not stopped
     its worker within ``CANCEL_WAIT_S``, raises ``Busy`` (CANCEL_PENDING): the request stands, and
     `bosun show` confirms the cancellation when it lands."""
     run = ctx.store.require_run(run_id)
-    if run["state"] == states.WORKING:
+    if run.state == states.WORKING:
         ctx.store.merge_data(run_id, cancel_requested=True)
-        pid = run["data"].get("worker_pid")
+        pid = run.data.worker_pid
         owner = locks.read_owner(run_id)
         _signal_group(pid, signal.SIGTERM)
         # The bosun process driving the worker records the cancellation itself; if it is dead we do.
@@ -116,10 +116,10 @@ def cancel(ctx: Ctx, run_id: str) -> RunRow:
             ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled (no live bosun process)")
             return ctx.store.require_run(run_id)
         deadline = time.monotonic() + CANCEL_WAIT_S
-        while time.monotonic() < deadline and ctx.store.require_run(run_id)["state"] == states.WORKING:
+        while time.monotonic() < deadline and ctx.store.require_run(run_id).state == states.WORKING:
             time.sleep(0.05)
         run = ctx.store.require_run(run_id)
-        if run["state"] == states.WORKING:
+        if run.state == states.WORKING:
             from bosun.core.errors import Busy
 
             raise Busy(
@@ -130,7 +130,7 @@ def cancel(ctx: Ctx, run_id: str) -> RunRow:
         return run
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        ctx.store.transition(run_id, run["state"], states.CANCELLED, "cancelled")
+        ctx.store.transition(run_id, run.state, states.CANCELLED, "cancelled")
         ctx.store.merge_data(run_id, error=cancelled_error(run_id))
         return ctx.store.require_run(run_id)
 
@@ -156,19 +156,19 @@ def _reap_group(pid: Any) -> None:
         time.sleep(0.05)
 
 
-def discard(ctx: Ctx, run_id: str) -> RunRow:
+def discard(ctx: Ctx, run_id: str) -> Run:
     run = ctx.store.require_run(run_id)
-    if run["state"] in (states.INTEGRATED, states.REPORTED):
+    if run.state in (states.INTEGRATED, states.REPORTED):
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
-    if run["state"] not in (states.CANCELLED, states.CLEANED):
+    if run.state not in (states.CANCELLED, states.CLEANED):
         cancel(ctx, run_id)
     run = cleanup(ctx, run_id, force=True)
     ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
     return ctx.store.require_run(run_id)
 
 
-def kill_orphan_worker(run: RunRow) -> None:
-    pid = run["data"].get("worker_pid")
+def kill_orphan_worker(run: Run) -> None:
+    pid = run.data.worker_pid
     if pid:
         try:
             os.killpg(int(pid), signal.SIGKILL)

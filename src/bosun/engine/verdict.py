@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
+    from bosun.store.run import Run, RunData
+
 LANDABLE = "landable"
 NEEDS_REVIEW = "needs_review"
 REFUSED = "refused"
@@ -44,31 +46,31 @@ _NOT_VERIFIED_SENTENCE = ("the task has no verify commands, so bosun checked not
 
 
 def decide(
-    run: Mapping[str, Any],
+    run: Run,
     task: Mapping[str, Any] | None,
     gates: Sequence[Mapping[str, Any]],
     verification: Mapping[str, Any] | None,
 ) -> dict[str, Any] | None:
     """``{outcome, reasons: [{code, sentence}], acknowledged}`` of a run from its record; None while the
     run has not been judged. ``task`` is the contract as JSON (task.json's ``task``)."""
-    state = run["state"]
+    state = run.state
     if state in UNDECIDED:
         return None
-    data = run.get("data") or {}
+    data = run.data
     task = task or {}
     refused = _refusals(state, data, gates, verification)
     if refused:
         return {"outcome": REFUSED, "reasons": refused, "acknowledged": None}
     reasons = review_reasons(task, gates, verification)
-    ack = data.get("acknowledged") if reasons else None
+    ack = data.acknowledged if reasons else None
     if ack and not {r["code"] for r in reasons} <= set(ack.get("codes") or ()):
         ack = None  # acknowledged for other reasons than these (the change was verified again since)
     return {"outcome": NEEDS_REVIEW if reasons else LANDABLE, "reasons": reasons, "acknowledged": ack or None}
 
 
-def _refusals(state: str, data: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
+def _refusals(state: str, data: RunData, gates: Sequence[Mapping[str, Any]],
               verification: Mapping[str, Any] | None) -> list[dict[str, str]]:
-    error = data.get("error") if isinstance(data.get("error"), dict) else None
+    error = data.error if isinstance(data.error, dict) else None
     if state in FAILURES:
         code = str((error or {}).get("code") or state.upper())
         message = str((error or {}).get("message") or f"the run was {state}")
@@ -149,12 +151,12 @@ def one_line(verdict: Mapping[str, Any] | None) -> str:
     return f"needs review ({shown})" + (f"; acknowledged by {ack.get('by')}" if ack else "")
 
 
-def of_run(run: Mapping[str, Any]) -> dict[str, Any] | None:
+def of_run(run: Run) -> dict[str, Any] | None:
     """The verdict of a stored run, read from its run directory."""
     from bosun.core.fileio import read_json
     from bosun.core.paths import run_dir
 
-    rdir = run_dir(run["id"])
+    rdir = run_dir(run.id)
     task_doc = read_json(rdir / "task.json", {}) or {}
     gates = (read_json(rdir / "gates.json", {}) or {}).get("gates", [])
     return decide(run, task_doc.get("task"), gates, read_json(rdir / "verification.json", None))

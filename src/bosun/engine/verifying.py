@@ -34,7 +34,7 @@ from bosun.engine.context import view_of
 from bosun.isolation.change import Change, tree_changes, tree_diff
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 # Gates whose result depends on the world outside the tree (the user's branch, the filesystem
 # around the worktree): at approve they are recomputed too, but a difference is not tampering.
@@ -49,28 +49,28 @@ def fresh_verify_home(run_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
 
 
-def run_verify_commands(task: TaskContract, run: RunRow, workdir: Path) -> dict[str, Any]:
+def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str, Any]:
     from bosun.engine.verify_commands import run_verification, verify_confinement
     from bosun.engine.worktrees import before_verify, with_run_env
 
     before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
     task = with_run_env(task, run)
 
-    home = fresh_verify_home(run["id"])
+    home = fresh_verify_home(run.id)
     try:
-        return run_verification(task, workdir, home, confine=verify_confinement(Path(run["repo"]), workdir, home))
+        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def prove(run: RunRow, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
+def prove(run: Run, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
     """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`). A
     baseline that was taken but failed to run (git, the disk) is taken again here, once: without it the
     change could not be proven, and would wait for a person for no fault of its own."""
     from bosun.engine.baseline import BASELINE, proof, read_baseline, retake_baseline
 
-    baseline = read_baseline(run["id"])
-    if baseline is None and (read_json(paths.run_dir(run["id"]) / BASELINE, {}) or {}).get("error"):
+    baseline = read_baseline(run.id)
+    if baseline is None and (read_json(paths.run_dir(run.id) / BASELINE, {}) or {}).get("error"):
         baseline = retake_baseline(run, task)
     found = proof(baseline, verification)
     out = {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
@@ -85,7 +85,7 @@ def problem_gates(change: Change) -> list[GateResult]:
 
 
 def verify_change(
-    run: RunRow, task: TaskContract, change: Change, refusals: list[GateResult]
+    run: Run, task: TaskContract, change: Change, refusals: list[GateResult]
 ) -> tuple[dict[str, Any], list[GateResult]]:
     """Run the verify commands on exactly the change (plus the holdout files), then the original tests
     held out when the change touched tests. Returns the verification doc and the gates it decides.
@@ -103,8 +103,8 @@ def verify_change(
                    "skipped": "not run: " + "; ".join(g.detail for g in refusals)}
         return skipped, refusals
     view = view_of(run)
-    hold = (run.get("data") or {}).get("holdout") or {}
-    hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run["start_commit"]
+    hold = run.data.holdout or {}
+    hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run.start_commit
     gates = holdout_gate(task, change.changes)
     if not all(g.ok for g in gates):
         return {"passed": False, "commands": [], "tree": change.tree, "skipped": gates[0].detail}, gates
@@ -112,7 +112,7 @@ def verify_change(
         materialize(view, with_holdout(view, change.tree, full_start, hidden))
         verification = run_verify_commands(task, run, view.worktree)
         heldout_doc = None
-        held = heldout_tree(view, run["start_commit"], change.tree, change.changes) \
+        held = heldout_tree(view, run.start_commit, change.tree, change.changes) \
             if task.mode == Mode.code and verification["passed"] else None
         if held is not None:
             materialize(view, with_holdout(view, held.tree, full_start, hidden))
@@ -129,7 +129,7 @@ def verify_change(
     return verification, gates
 
 
-def _kept_tests_changed(run: RunRow, task: TaskContract, change: Change) -> list[str]:
+def _kept_tests_changed(run: Run, task: TaskContract, change: Change) -> list[str]:
     """Existing test files the change edits, renames or deletes (refused under ``tests: keep``)."""
     from bosun.engine.heldout import is_test_path
 
@@ -140,7 +140,7 @@ def _kept_tests_changed(run: RunRow, task: TaskContract, change: Change) -> list
 
 
 def gates_for_tree(
-    run: RunRow,
+    run: Run,
     task: TaskContract,
     settings: Settings,
     tree: str,
@@ -161,11 +161,11 @@ def gates_for_tree(
     from bosun.isolation.blobs import BlobReader
 
     view = view_of(run)
-    if scanned is not None and scanned.tree == tree and view.start == run["start_commit"]:
+    if scanned is not None and scanned.tree == tree and view.start == run.start_commit:
         diff, changes = scanned.diff, scanned.changes
     else:
-        diff = tree_diff(view, run["start_commit"], tree)
-        changes = tree_changes(view, run["start_commit"], tree)
+        diff = tree_diff(view, run.start_commit, tree)
+        changes = tree_changes(view, run.start_commit, tree)
     links = {c.path for c in changes if c.new_mode == "120000"}
     new: dict[str, bytes | None] = {}  # several gates read the same file: it is read once
     old: dict[str, bytes | None] = {}
@@ -181,7 +181,7 @@ def gates_for_tree(
 
         def base_bytes(path: str) -> bytes | None:
             if path not in old:
-                old[path] = blobs.read(run["start_commit"], path)
+                old[path] = blobs.read(run.start_commit, path)
             return old[path]
 
         gates = evaluate(run, task, settings, diff, changes, verification, new_bytes=new_bytes,
@@ -194,23 +194,23 @@ def digest(diff: bytes) -> str:
 
 
 def recheck_gates(
-    run: RunRow, task: TaskContract, settings: Settings
+    run: Run, task: TaskContract, settings: Settings
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Gates recomputed from the verified tree for ``approve``: ``(effective gates, tamper findings)``.
 
     A gate that the record calls green but the tree makes red, a diff whose hash is not the recorded
     one, or a missing tree id are findings: the record was changed after verification.
     """
-    data = run.get("data") or {}
-    tree = data.get("verified_tree")
-    stored_doc = record.read_doc(run["id"], record.GATES, {}) or {}
+    data = run.data
+    tree = data.verified_tree
+    stored_doc = record.read_doc(run.id, record.GATES, {}) or {}
     stored = {g["code"]: g for g in stored_doc.get("gates", [])}
     if not tree:
         return list(stored.values()), ["the run has no verified tree id: verify it again"]
-    verification = record.read_doc(run["id"], record.VERIFICATION, {}) or {}
+    verification = record.read_doc(run.id, record.VERIFICATION, {}) or {}
     diff, gates = gates_for_tree(run, task, settings, tree, verification, on_disk=False)
     findings = []
-    if digest(diff) != run.get("diff_sha256") or digest(diff) != stored_doc.get("diff_sha256"):
+    if digest(diff) != run.diff_sha256 or digest(diff) != stored_doc.get("diff_sha256"):
         findings.append("the recorded diff hash is not the hash of the verified tree's diff")
     effective: list[dict[str, Any]] = []
     for gate in gates:

@@ -22,7 +22,7 @@ from bosun.store.db import Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 def open_worktree(store: Store, settings: Settings, task: TaskContract, repo: Path, run_id: str, branch: str,
@@ -56,7 +56,7 @@ def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path,
         return None
     rdir = paths.run_dir(run_id)
     block = allocate(store, run_id, cfg.ports, cfg.port_range) if cfg.ports else None
-    pooled = (store.require_run(run_id).get("data") or {}).get("pooled")
+    pooled = store.require_run(run_id).data.pooled
     key = su.setup_key(cfg, repo, start) if cfg.setup else ""
     if pooled:
         from bosun.isolation.pool import env_dir_of
@@ -81,15 +81,15 @@ def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path,
     return env
 
 
-def run_env(run: RunRow) -> dict[str, str]:
+def run_env(run: Run) -> dict[str, str]:
     """What the worker and the verify commands get from set-up: ``BOSUN_PORT`` and ``BOSUN_PORT_RANGE``."""
     from bosun.isolation.ports import block_of
 
-    block = block_of(run.get("data") or {})
+    block = block_of(run.data.ports)
     return block.env() if block else {}
 
 
-def with_run_env(task: TaskContract, run: RunRow) -> TaskContract:
+def with_run_env(task: TaskContract, run: Run) -> TaskContract:
     """The task with the run's ports added to every verify command's environment."""
     extra = run_env(run)
     if not extra:
@@ -98,32 +98,32 @@ def with_run_env(task: TaskContract, run: RunRow) -> TaskContract:
     return task.model_copy(update={"verify": verify})
 
 
-def environment_identity(run: RunRow) -> str | None:
+def environment_identity(run: Run) -> str | None:
     """What the run's set-up is, for caches of results that depend on it (the baseline): the set-up
     key, the paths and the fingerprint of their content. None without set-up. Ports are left out."""
-    env = su.read_manifest(paths.run_dir(run["id"]))
+    env = su.read_manifest(paths.run_dir(run.id))
     if env is None:
         return None
     return f"{env.setup_key}\0{sorted(env.links)}\0{env.copies}\0{env.fingerprint}"
 
 
-def environment_reads(run: RunRow) -> tuple[Path, ...]:
+def environment_reads(run: Run) -> tuple[Path, ...]:
     """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
-    env = su.read_manifest(paths.run_dir(run["id"]))
+    env = su.read_manifest(paths.run_dir(run.id))
     return tuple(Path(t) for t in env.links.values()) if env else ()
 
 
-def before_verify(run: RunRow, workdir: Path) -> None:
+def before_verify(run: Run, workdir: Path) -> None:
     """The environment put back into ``workdir`` as set-up left it (the worker may have replaced it)."""
-    env = su.read_manifest(paths.run_dir(run["id"]))
+    env = su.read_manifest(paths.run_dir(run.id))
     if env is not None:
         su.restore(env, workdir)
 
 
-def environment_gates(run: RunRow) -> list[GateResult]:
+def environment_gates(run: Run) -> list[GateResult]:
     """``ENVIRONMENT_CHANGED`` when anything set-up put in place changed since (a write through a link,
     possible only without the sandbox): the verify commands would not run in the set-up the run had."""
-    env = su.read_manifest(paths.run_dir(run["id"]))
+    env = su.read_manifest(paths.run_dir(run.id))
     if env is None or not su.changed_since_setup(env):
         return []
     return [GateResult("ENVIRONMENT_CHANGED", False,
@@ -131,14 +131,14 @@ def environment_gates(run: RunRow) -> list[GateResult]:
                        "after set-up; a write through a link changes the verify environment")]
 
 
-def borrow_checkout(run: RunRow, commit: str) -> Path | None:
+def borrow_checkout(run: Run, commit: str) -> Path | None:
     """An idle pooled worktree of the run's repository at ``commit``, for the baseline; None when the
     pool is off or has none idle (the caller then adds a worktree of its own)."""
     from bosun.core.config import load_settings
     from bosun.isolation.pool import borrow
     from bosun.store.db import open_store
 
-    repo = Path(run["repo"])
+    repo = Path(run.repo)
     if load_settings(repo).pool.size <= 0:
         return None
     store = open_store()  # the baseline's thread: a connection of its own
@@ -148,12 +148,12 @@ def borrow_checkout(run: RunRow, commit: str) -> Path | None:
         store.close()
 
 
-def return_checkout(run: RunRow, slot: Path) -> None:
+def return_checkout(run: Run, slot: Path) -> None:
     from bosun.core.config import load_settings
     from bosun.isolation.pool import return_borrowed
     from bosun.store.db import open_store
 
-    repo = Path(run["repo"])
+    repo = Path(run.repo)
     store = open_store()
     try:
         return_borrowed(store, repo, slot, load_settings(repo).pool.size)
@@ -161,7 +161,7 @@ def return_checkout(run: RunRow, slot: Path) -> None:
         store.close()
 
 
-def close_worktree(store: Store, settings: Settings, run: RunRow, *, diff_saved: bool | None = None) -> None:
+def close_worktree(store: Store, settings: Settings, run: Run, *, diff_saved: bool | None = None) -> None:
     """Give a pooled worktree back (or remove it), remove a fresh one; free the ports and set-up files.
     The caller holds the run lock, the run can no longer move, and its diff is saved; ``diff_saved``
     is what that saving returned (``preserve_diff``), else the diff is computed again to know."""
@@ -169,15 +169,15 @@ def close_worktree(store: Store, settings: Settings, run: RunRow, *, diff_saved:
     from bosun.isolation.pool import give_back
     from bosun.isolation.worktree import remove_worktree
 
-    pooled = bool((run.get("data") or {}).get("pooled"))
+    pooled = bool(run.data.pooled)
     saved = diff_saved if diff_saved is not None else (pooled and _diff_saved(run))
     if not (pooled and saved and give_back(store, run, settings.pool.size)):
-        remove_worktree(Path(run["repo"]), Path(run["worktree"]), run["branch"], delete_branch=True)
-    ports.release(store, run["id"])
-    shutil.rmtree(paths.run_dir(run["id"]) / "env", ignore_errors=True)
+        remove_worktree(Path(run.repo), Path(run.worktree), run.branch, delete_branch=True)
+    ports.release(store, run.id)
+    shutil.rmtree(paths.run_dir(run.id) / "env", ignore_errors=True)
 
 
-def _diff_saved(run: RunRow) -> bool:
+def _diff_saved(run: Run) -> bool:
     """Whether the worker's leftover diff is known (empty, or saved to ``final.patch`` by cleanup): a
     pooled worktree whose change cannot be computed is removed, never reset for another run."""
     from bosun.core.errors import BosunError
@@ -187,4 +187,4 @@ def _diff_saved(run: RunRow) -> bool:
         diff = read_run_change(run).diff
     except BosunError:
         return False  # the diff cannot be saved: the caller removes the worktree instead of reusing it
-    return not diff or (paths.run_dir(run["id"]) / "final.patch").is_file()
+    return not diff or (paths.run_dir(run.id) / "final.patch").is_file()

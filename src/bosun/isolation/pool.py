@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from bosun.core.config import Settings
     from bosun.core.settings_cache import SettingsView
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 
 def _me() -> dict[str, Any]:
@@ -226,22 +226,22 @@ def leased_row(store: Store, worktree: Path | str) -> dict[str, Any] | None:
     return pool_row(store, str(worktree))
 
 
-def give_back(store: Store, run: RunRow, size: int) -> bool:
+def give_back(store: Store, run: Run, size: int) -> bool:
     """Return the finished run's pooled worktree to the pool (reset to a clean detached checkout) or
     remove it when the pool is full. False when the worktree is not a pooled one held by this run.
 
     The caller holds the run lock, has checked the run can no longer move, and saved its diff."""
     from bosun.store.worktrees import pool_move
 
-    slot = Path(run["worktree"])
-    repo = run["repo"]
+    slot = Path(run.worktree)
+    repo = run.repo
     row = leased_row(store, slot)
-    if row is None or row["state"] != LEASED or row["run_id"] != run["id"]:
+    if row is None or row["state"] != LEASED or row["run_id"] != run.id:
         return False
-    if not pool_move(store, str(slot), LEASED, RECLAIMING, run_id=run["id"], owner=_me()):
+    if not pool_move(store, str(slot), LEASED, RECLAIMING, run_id=run.id, owner=_me()):
         return False
-    _make_idle(store, repo, slot, size, run["start_commit"], setup_key=(run.get("data") or {}).get("setup_key"))
-    _delete_branch(repo, run["branch"])
+    _make_idle(store, repo, slot, size, run.start_commit, setup_key=run.data.setup_key)
+    _delete_branch(repo, run.branch)
     return True
 
 

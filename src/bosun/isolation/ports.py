@@ -10,7 +10,6 @@ cancelled, cleaned): then the next allocation takes it back. The worker and the 
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bosun.core.errors import Busy
@@ -64,9 +63,8 @@ def release(store: Store, run_id: str) -> None:
     release_ports(store, run_id)
 
 
-def block_of(data: Mapping[str, object]) -> PortBlock | None:
+def block_of(raw: object) -> PortBlock | None:
     """The block recorded in a run's data (``ports``), if it has one."""
-    raw = data.get("ports")
     if isinstance(raw, dict) and "first" in raw and "size" in raw:
         return PortBlock(int(raw["first"]), int(raw["size"]))
     return None

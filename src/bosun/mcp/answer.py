@@ -17,7 +17,7 @@ from bosun.engine.results import run_result
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 FINAL_MESSAGE_CHARS = 2000
 FAILED_TAIL_CHARS = 1200
@@ -83,11 +83,11 @@ def next_step(v: Mapping[str, Any] | None, state: str) -> str:
     return _NEXT.get(state, "call wait again")
 
 
-def receipt(run: RunRow, full: Mapping[str, Any]) -> dict[str, Any]:
-    metrics = read_json(run_dir(run["id"]) / "metrics.json", {}) or {}
+def receipt(run: Run, full: Mapping[str, Any]) -> dict[str, Any]:
+    metrics = read_json(run_dir(run.id) / "metrics.json", {}) or {}
     est = metrics.get("parent") or {}
-    data = run.get("data") or {}
-    measured = metrics.get("parent_measured") or data.get("parent_measured")
+    data = run.data
+    measured = metrics.get("parent_measured") or data.parent_measured
     return {
         "worker_usage": full.get("usage"),
         "worker_cost_usd": full.get("cost_usd"),
@@ -98,7 +98,7 @@ def receipt(run: RunRow, full: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -> dict[str, Any]:
+def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> dict[str, Any]:
     full = run_result(run)
     red = [g["code"] for g in full["gates"] if not g["ok"] and not g.get("waived")]
     ver = full.get("verification")
@@ -108,19 +108,19 @@ def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -
         if c.get("exit_code") != 0:
             item["output_tail"] = (c.get("output_tail") or "")[-FAILED_TAIL_CHARS:]
         commands.append(item)
-    diff_path = run_dir(run["id"]) / "diff.patch"
+    diff_path = run_dir(run.id) / "diff.patch"
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
     final = full.get("final_message") or ""
     v = full.get("verdict")
     out: dict[str, Any] = {
         # The one verdict first (engine/verdict.py), and the sentence that says it.
         "verdict": v,
-        "summary": summary(v, run["state"], ver, full.get("error")),
-        "id": run["id"],
-        "state": run["state"],
+        "summary": summary(v, run.state, ver, full.get("error")),
+        "id": run.id,
+        "state": run.state,
         "done": done,
-        "title": run["title"],
-        "profile": run["profile"],
+        "title": run.title,
+        "profile": run.profile,
         "gates": {"green": sum(1 for g in full["gates"] if g["ok"]), "red": red,
                   "details": [g for g in full["gates"] if not g["ok"]]},
         "verification": None if ver is None else {"passed": ver.get("passed"), "commands": commands},
@@ -133,7 +133,7 @@ def compact_result(run: RunRow, include_diff: bool = False, done: bool = True) -
         "receipt": receipt(run, full),
         "error": full.get("error"),
         "merged_commit": full.get("merged_commit"),
-        "next": next_step(v, run["state"]),
+        "next": next_step(v, run.state),
     }
     for key in ("review", "unenforced"):
         if full.get(key) is not None:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bosun.core.errors import BosunError
+
+if TYPE_CHECKING:
+    from bosun.store.run import Run
 
 
 def drive_run(run_id: str, auto_approve: bool) -> int:
@@ -31,7 +34,7 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
                 work(c, run_id)
                 run = verify(c, run_id)
                 # Only a landable verdict lands on its own: a run that needs review waits for a person.
-                if run["state"] == "verified" and auto_approve and load_task(run_id).mode == Mode.code \
+                if run.state == "verified" and auto_approve and load_task(run_id).mode == Mode.code \
                         and _landable(run):
                     approve(c, run_id)
                     integrate(c, run_id)
@@ -49,7 +52,7 @@ def drive_run(run_id: str, auto_approve: bool) -> int:
     return 0
 
 
-def _landable(run: Mapping[str, Any]) -> bool:
+def _landable(run: Run) -> bool:
     from bosun.engine import verdict
 
     judged = verdict.of_run(run)

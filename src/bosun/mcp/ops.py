@@ -22,7 +22,7 @@ from bosun.core.errors import BadInput, BosunError, Busy
 if TYPE_CHECKING:
     from bosun.core.result_types import RunResult
     from bosun.engine.context import Ctx
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 # The background loop has stopped and the parent has something to read or decide.
 _RUNNING = frozenset({"prepared", "working", "worked"})
@@ -90,17 +90,17 @@ def delegate(c: Ctx, repo: Path, task: Any, profile: str | None, auto_approve: b
     from bosun.engine.lifecycle import prepare
 
     run = prepare(c, task, repo, profile, task_source=task_source)
-    run_id = run["id"]
+    run_id = run.id
     if parent_note is not None:
         c.store.merge_data(run_id, parent_meter=parent_note)
     argv = [sys.executable, "-m", "bosun.mcp.background", "run", run_id]
     if auto_approve:
         argv.append("--auto-approve")
-    pid = _spawn(argv, Path(run["repo"]), run_dir(run_id) / "driver.log")
+    pid = _spawn(argv, Path(run.repo), run_dir(run_id) / "driver.log")
     c.store.merge_data(run_id, driver_pid=pid, driver_start=_start_time(pid))
     return {
-        "id": run_id, "state": run["state"], "title": run["title"], "profile": run["profile"],
-        "profile_reason": run.get("profile_reason"), "worktree": run["worktree"], "done": False,
+        "id": run_id, "state": run.state, "title": run.title, "profile": run.profile,
+        "profile_reason": run.profile_reason, "worktree": run.worktree, "done": False,
         "next": f"call wait with run_id {run_id!r} (call it again while done is false)",
     }
 
@@ -121,20 +121,20 @@ def _start_time(pid: int) -> int | None:
     return process_start_time(pid)
 
 
-def _driver_running(run: RunRow) -> bool:
+def _driver_running(run: Run) -> bool:
     from bosun.proc import pid_alive
 
-    data = run.get("data") or {}
-    pid = data.get("driver_pid")
+    data = run.data
+    pid = data.driver_pid
     if not isinstance(pid, int):
         return False
-    return pid_alive(pid, data.get("driver_start")) and not _zombie(pid)
+    return pid_alive(pid, data.driver_start) and not _zombie(pid)
 
 
-def driver_alive(run: RunRow) -> bool:
+def driver_alive(run: Run) -> bool:
     from bosun.engine import locks
 
-    return _driver_running(run) or locks.owner_alive(locks.read_owner(run["id"]))
+    return _driver_running(run) or locks.owner_alive(locks.read_owner(run.id))
 
 
 def _zombie(pid: int) -> bool:
@@ -145,9 +145,9 @@ def _zombie(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].startswith(("Z", "X"))
 
 
-def is_done(run: RunRow) -> bool:
+def is_done(run: Run) -> bool:
     """The background loop has stopped: the parent has a result to read or a decision to make."""
-    if run["state"] not in _RUNNING:
+    if run.state not in _RUNNING:
         # The background process still writes the receipt and holds the run for a moment.
         return not _driver_running(run)
     return not driver_alive(run)
@@ -162,10 +162,10 @@ def end_review(c: Ctx, run_id: str) -> None:
     from bosun.parents.meter import finish
 
     run = c.store.require_run(run_id)
-    data = run.get("data") or {}
-    if "parent_meter" not in data or data.get("parent_measured") is not None:
+    data = run.data
+    if data.parent_meter is None or data.parent_measured is not None:
         return
-    c.store.merge_data(run_id, parent_measured=finish(data.get("parent_meter")))
+    c.store.merge_data(run_id, parent_measured=finish(data.parent_meter))
     try:
         write_report(c, c.store.require_run(run_id))
     except BosunError:
@@ -204,7 +204,7 @@ def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, re
                 err.details = {"verdict": verdict.of_run(c.store.require_run(run_id))}  # type: ignore[attr-defined]
             raise
         end_review(c, run_id)
-    return run_json(c, run["id"])
+    return run_json(c, run.id)
 
 
 def _needs_review(c: Ctx, run_id: str, err: BosunError) -> BosunError:
@@ -233,7 +233,7 @@ def integrate(c: Ctx, run_id: str, reverify: bool) -> RunResult:
         run = do_integrate(c, run_id, reverify=None if reverify else False)
         end_review(c, run_id)
         report(c, run_id)  # the record, then the worktree's cleanup
-    return run_json(c, run["id"])
+    return run_json(c, run.id)
 
 
 def discard(c: Ctx, run_id: str) -> RunResult:
@@ -248,7 +248,7 @@ def cancel(c: Ctx, run_id: str) -> RunResult:
     from bosun.engine.teardown import cancel as do_cancel
 
     run = c.store.require_run(run_id)
-    if run["state"] in ("cancelled", "cleaned"):
+    if run.state in ("cancelled", "cleaned"):
         return run_json(c, run_id)
     with run_guard(run_id):
         end_review(c, run_id)
@@ -276,7 +276,7 @@ def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
     if not path.exists():
         raise BadInput(f"run {run_id} has no verified diff yet", "call wait until the run is done")
     text = path.read_text("utf-8", "replace")
-    return {"id": run_id, "diff_sha256": run["diff_sha256"], "stats": diff_stats(text), "diff": None if stat_only else text}
+    return {"id": run_id, "diff_sha256": run.diff_sha256, "stats": diff_stats(text), "diff": None if stat_only else text}
 
 
 def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
@@ -290,7 +290,7 @@ def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[s
     items = []
     for r in runs:
         item = list_item(r)
-        item["verified"] = (r.get("data") or {}).get("verification_passed")
+        item["verified"] = r.data.verification_passed
         items.append(item)
     return {"runs": items, "count": len(items)}
 

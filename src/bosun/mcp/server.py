@@ -13,7 +13,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -24,6 +24,9 @@ from pydantic import Field
 from bosun import __version__
 from bosun.core.errors import BadInput, BosunError
 from bosun.mcp import ops
+
+if TYPE_CHECKING:
+    from bosun.store.run import Run
 
 # What each tool does to the user's world, for hosts that decide approval from annotations (Codex
 # asks before a tool that is not read-only). Reading a run changes nothing; delegate and plan_run
@@ -188,7 +191,7 @@ def build_server(default_repo: Path) -> MCPServer:
         started = time.monotonic()
         last: str | None = None
 
-        def look() -> tuple[dict[str, Any], bool]:
+        def look() -> tuple[Run, bool]:
             run = ops.ctx().store.require_run(rid)
             return run, ops.is_done(run)
 
@@ -203,12 +206,12 @@ def build_server(default_repo: Path) -> MCPServer:
 
                 return await call(compact_result, run)
             if elapsed >= limit:
-                return _text({"id": rid, "state": run["state"], "done": False, "waited_s": round(elapsed, 1),
+                return _text({"id": rid, "state": run.state, "done": False, "waited_s": round(elapsed, 1),
                               "next": "call wait again"})
-            if ctx is not None and run["state"] != last:
-                last = run["state"]
+            if ctx is not None and run.state != last:
+                last = run.state
                 try:
-                    await ctx.report_progress(round(elapsed, 1), limit, f"run {rid} is {run['state']}")
+                    await ctx.report_progress(round(elapsed, 1), limit, f"run {rid} is {run.state}")
                 except Exception:  # noqa: BLE001 - progress is best effort; the answer is what matters
                     pass
             await anyio.sleep(min(0.5, max(0.05, limit - elapsed)))

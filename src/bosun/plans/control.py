@@ -105,9 +105,9 @@ def cancel_plan(ctx: Ctx, plan_id: str, timeout_s: float = 60.0) -> dict[str, An
     while True:
         for pt in pstore.tasks(plan_id):
             run = ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
-            if run and run["state"] == states.WORKING:
+            if run and run.state == states.WORKING:
                 try:
-                    teardown.cancel(ctx, run["id"])
+                    teardown.cancel(ctx, run.id)
                 except BosunError:
                     pass  # it stopped on its own meanwhile; this loop looks at every run again
         if not driver_alive(plan_id) or time.monotonic() > deadline:
@@ -141,8 +141,8 @@ def abort_plan(ctx: Ctx, plan_id: str) -> dict[str, Any]:
     with locks.run_lock(plan_id):
         repo = Path(row["repo"])
         for run in ctx.store.list_runs(plan_id=plan_id, limit=100_000):
-            if run["state"] != states.CLEANED:
-                discard_run(ctx, run["id"])
+            if run.state != states.CLEANED:
+                discard_run(ctx, run.id)
         pdir = plan_dir(plan_id)
         from bosun.engine.verify_commands import verify_worktree
 

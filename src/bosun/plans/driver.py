@@ -171,8 +171,8 @@ class WaveDriver:
         """Runs of this plan no task points at (bosun died between prepare and recording the run)."""
         current = {pt["run_id"] for pt in self.ps.tasks(self.plan_id) if pt["run_id"]}
         for run in self.ctx.store.list_runs(plan_id=self.plan_id, limit=100_000):
-            if run["id"] not in current and run["state"] not in (states.CLEANED, states.INTEGRATED, states.REPORTED):
-                discard_run(self.ctx, run["id"], report=False)
+            if run.id not in current and run.state not in (states.CLEANED, states.INTEGRATED, states.REPORTED):
+                discard_run(self.ctx, run.id, report=False)
 
     def _set_wave_base(self, base: str) -> None:
         """Point the wave-base ref at the commit this wave's tasks start from.
@@ -276,7 +276,7 @@ class WaveDriver:
         else:
             message = f"Merge plan task {tid} (run {run_id}) into {self.branch}"
             try:
-                new = plan_git.merge_landing(self.repo, head, landing, run["start_commit"], message)
+                new = plan_git.merge_landing(self.repo, head, landing, run.start_commit, message)
             except plan_git.MergeConflict as exc:
                 ps.update_task(
                     self.plan_id, tid, state=model.T_CONFLICT,
@@ -288,7 +288,7 @@ class WaveDriver:
             # Recorded first: after a crash, only a task marked `merging` can already be in the branch.
             ps.update_task(self.plan_id, tid, data={"merging": True})
             plan_git.move_branch(self.repo, self.branch, new, head)
-        if run["state"] == states.APPROVED:
+        if run.state == states.APPROVED:
             store.update_run(run_id, merged_commit=new)
             store.merge_data(run_id, landing_commit=landing, plan_id=self.plan_id, plan_task=tid)
             store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {self.branch} at {new[:12]}")
@@ -437,8 +437,8 @@ class WaveDriver:
     def _cleanup_runs(self) -> None:
         self.shutdown_finisher()
         for run in self.ctx.store.list_runs(plan_id=self.plan_id, limit=100_000):
-            if run["state"] != states.CLEANED:
-                discard_run(self.ctx, run["id"])
+            if run.state != states.CLEANED:
+                discard_run(self.ctx, run.id)
 
     def shutdown_finisher(self) -> None:
         for f in self.finishing:
@@ -470,9 +470,9 @@ class WaveDriver:
             pass  # another process cancelled or aborted it first: that state stands
         for pt in self.ps.tasks(self.plan_id):
             run = self.ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
-            if run and run["state"] == states.WORKING:
+            if run and run.state == states.WORKING:
                 try:
-                    teardown.cancel(self.ctx, run["id"])
+                    teardown.cancel(self.ctx, run.id)
                 except BosunError:
                     pass  # it stopped on its own meanwhile; the leftovers below are discarded either way
         if self.pool is not None:

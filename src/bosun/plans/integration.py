@@ -24,7 +24,7 @@ from bosun.core.errors import BadInput, BosunError, Conflict
 from bosun.engine.verify_commands import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 ZERO = "0" * 40
 
@@ -98,7 +98,7 @@ def is_ancestor(repo: Path, a: str, b: str) -> bool:
     return anc(repo, a, b)
 
 
-def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -> tuple[str | None, str]:
+def build_landing(run: Run, task: TaskContract, plan_id: str, task_id: str) -> tuple[str | None, str]:
     """The run's approved diff as one commit on its start commit: ``(landing or None, diff sha256)``.
 
     None when the change is empty (an explore/review task). The run's branch is pointed at the
@@ -112,24 +112,24 @@ def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -
     from bosun.engine.verifying import digest as sha256_of
     from bosun.isolation.change import tree_diff
 
-    repo = Path(run["repo"])
-    rdir = paths.run_dir(run["id"])
-    data = run.get("data") or {}
-    tree = data.get("verified_tree")
+    repo = Path(run.repo)
+    rdir = paths.run_dir(run.id)
+    data = run.data
+    tree = data.verified_tree
     # The approved tree is what lands, byte for byte: the worktree is never read again.
-    if not tree or tree != data.get("approved_tree"):
-        raise BosunError(f"run {run['id']} has no approved tree to land", "the task runs again", code="DIFF_CHANGED")
-    diff = tree_diff(view_of(run), run["start_commit"], tree)
+    if not tree or tree != data.approved_tree:
+        raise BosunError(f"run {run.id} has no approved tree to land", "the task runs again", code="DIFF_CHANGED")
+    diff = tree_diff(view_of(run), run.start_commit, tree)
     digest = sha256_of(diff)
-    if data.get("approved_diff_sha256") and digest != data["approved_diff_sha256"]:
-        raise BosunError(f"the diff of {run['id']} changed after it was approved", "the task runs again",
+    if data.approved_diff_sha256 and digest != data.approved_diff_sha256:
+        raise BosunError(f"the diff of {run.id} changed after it was approved", "the task runs again",
                          code="DIFF_CHANGED")
     if not diff.strip():
         return None, digest
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     message = commit_message(run, task, verification) + f"Bosun-Plan: {plan_id}\nBosun-Task: {task_id}\n"
-    parent = run["start_commit"]
-    hold = data.get("holdout") or {}
+    parent = run.start_commit
+    hold = data.holdout or {}
     if hold.get("paths"):
         # The worker started without the holdout files: they go back in, on the commit that has them.
         from bosun.engine.heldout import with_holdout
@@ -138,7 +138,7 @@ def build_landing(run: RunRow, task: TaskContract, plan_id: str, task_id: str) -
         tree = with_holdout(view_of(run), tree, parent, hold["paths"])
     landing = str(_git(["commit-tree", tree, "-p", parent, "-m", message], repo,
                        env=ident_env(repo)).stdout.strip())
-    _git(["update-ref", f"refs/heads/{run['branch']}", landing], repo)
+    _git(["update-ref", f"refs/heads/{run.branch}", landing], repo)
     return landing, digest
 
 

@@ -21,12 +21,12 @@ def discard_run(ctx: Ctx, run_id: str, report: bool = True) -> None:
     from bosun.engine import lifecycle, teardown
 
     run = ctx.store.get_run(run_id)
-    if run is None or run["state"] == states.CLEANED:
+    if run is None or run.state == states.CLEANED:
         return
     try:
-        if run["state"] == states.WORKING:
+        if run.state == states.WORKING:
             teardown.cancel(ctx, run_id)
-        elif report and states.can_transition(run["state"], states.REPORTED):
+        elif report and states.can_transition(run.state, states.REPORTED):
             lifecycle.report(ctx, run_id)
         teardown.cleanup(ctx, run_id, force=True)
     except BosunError as exc:
@@ -66,7 +66,7 @@ def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
     try:
         ctx = Ctx(store, overrides)
         run = store.get_run(run_id)
-        if run and run["state"] == states.INTEGRATED:
+        if run and run.state == states.INTEGRATED:
             lifecycle.report(ctx, run_id)
         teardown.cleanup(ctx, run_id)
     except BosunError as exc:

@@ -5,10 +5,13 @@ a person's review (``needs_review``) its ``review``: the run, the verdict in a l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bosun.store.db import Store
 
 
-def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[str, Any]:
+def plan_result(store: Store, plan: dict[str, Any], brief: bool = False) -> dict[str, Any]:
     from pathlib import Path
 
     from bosun.engine.verdict import of_run
@@ -28,10 +31,10 @@ def plan_result(store: Any, plan: dict[str, Any], brief: bool = False) -> dict[s
             "state": pt["state"],
             "attempts": pt["attempts"],
             "run_id": pt["run_id"],
-            "run_state": run["state"] if run else None,
+            "run_state": run.state if run else None,
             # The verdict of the task's current run, as `bosun show` has it (None until it is judged).
             "verdict": of_run(run) if run else None,
-            "profile": run["profile"] if run else None,
+            "profile": run.profile if run else None,
             "runs": tdata.get("runs") or [],
             "profiles": tdata.get("profiles") or [],
             "merged_commit": pt.get("merged_commit"),

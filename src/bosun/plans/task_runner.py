@@ -20,7 +20,7 @@ from bosun.store.db import Store
 from bosun.store.plans import PlanStore
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.store.run import Run
 
 MAX_STEPS_PER_TASK = 200
 # Run states whose next step keeps the run active (counted against the concurrency cap).
@@ -96,17 +96,17 @@ class TaskRunner:
             run = self.ctx.store.get_run(pt["run_id"]) if pt["run_id"] else None
             if plan["state"] == model.CANCELLED:
                 if run is not None:
-                    discard_run(self.ctx, run["id"])
+                    discard_run(self.ctx, run.id)
                 self._set(state=model.T_CANCELLED, event="plan cancelled")
                 return model.T_CANCELLED
             if pt["state"] in (model.T_MERGED, model.T_READY) and (
                 pt["state"] == model.T_MERGED or (pt["data"].get("landing") or {}).get("run") == pt["run_id"]
             ):
                 return str(pt["state"])
-            if run is None or run["state"] in (states.CLEANED, states.CANCELLED):
+            if run is None or run.state in (states.CLEANED, states.CANCELLED):
                 self._release()
-                if run is not None and run["state"] == states.CANCELLED:
-                    discard_run(self.ctx, run["id"])
+                if run is not None and run.state == states.CANCELLED:
+                    discard_run(self.ctx, run.id)
                 if pt["attempts"] >= self.wave.plan.max_attempts:
                     return self._give_up(pt, run)
                 self._hold()
@@ -114,22 +114,22 @@ class TaskRunner:
                     continue  # cancelled while waiting for a slot
                 self._new_attempt(pt, run)
                 continue
-            state = run["state"]
+            state = run.state
             if state in ACTIVE_STEPS:
                 self._hold()
             else:
                 self._release()
             if state == states.PREPARED:
-                if not Path(run["worktree"]).is_dir():
-                    discard_run(self.ctx, run["id"], report=False)
+                if not Path(run.worktree).is_dir():
+                    discard_run(self.ctx, run.id, report=False)
                     self._set(attempts=max(0, pt["attempts"] - 1), run_id=None,
                               event="its run has no worktree (bosun died while preparing it); preparing again")
                     continue
-                self._work(run["id"])
+                self._work(run.id)
             elif state in (states.WORKING, states.INTERRUPTED):
                 self._recover(run)
             elif state == states.WORKED:
-                self._call("verify", run["id"])
+                self._call("verify", run.id)
             elif state == states.VERIFIED:
                 if self._waits_for_review(run, pt):
                     return model.T_REVIEW  # not merged: the wave ends with it waiting for a person
@@ -145,13 +145,13 @@ class TaskRunner:
                 if done:
                     return model.T_FAILED
             else:
-                raise BosunError(f"run {run['id']} is in an unexpected state {state!r}", "`bosun show` the run")
+                raise BosunError(f"run {run.id} is in an unexpected state {state!r}", "`bosun show` the run")
         raise BosunError(f"task {self.task_id} made no progress", "`bosun plan status` the plan; this is a bug")
 
     # -- steps ---------------------------------------------------------------------------------
-    def _choose_profile(self, pt: dict[str, Any], last: RunRow | None) -> str | None:
+    def _choose_profile(self, pt: dict[str, Any], last: Run | None) -> str | None:
         flag = self.wave.profile_flag
-        failed = last["profile"] if last is not None else None
+        failed = last.profile if last is not None else None
         if pt["attempts"] == 0 or not failed:
             return flag
         settings = self.ctx.settings(self.wave.repo)
@@ -170,7 +170,7 @@ class TaskRunner:
         untried = [n for n in available if n not in tried]
         return (untried or available)[0]
 
-    def _new_attempt(self, pt: dict[str, Any], last: RunRow | None) -> None:
+    def _new_attempt(self, pt: dict[str, Any], last: Run | None) -> None:
         from bosun.engine.lifecycle import prepare
 
         attempt = pt["attempts"] + 1
@@ -188,12 +188,12 @@ class TaskRunner:
             return
         # The run's source is the wave-base branch: its gates judge it against the commit it started
         # from; `integrated` says it was merged into the integration branch.
-        self.ctx.store.update_run(run["id"], source_branch=self.wave.wave_ref)
-        profiles = [*(pt["data"].get("profiles") or []), run["profile"]]
-        runs = [*(pt["data"].get("runs") or []), run["id"]]
-        self._set(state=model.T_RUNNING, run_id=run["id"], attempts=attempt, data={"profiles": profiles, "runs": runs},
-                  event=f"attempt {attempt}: run {run['id']} with profile {run['profile']}",
-                  event_data={"profile": run["profile"]})
+        self.ctx.store.update_run(run.id, source_branch=self.wave.wave_ref)
+        profiles = [*(pt["data"].get("profiles") or []), run.profile]
+        runs = [*(pt["data"].get("runs") or []), run.id]
+        self._set(state=model.T_RUNNING, run_id=run.id, attempts=attempt, data={"profiles": profiles, "runs": runs},
+                  event=f"attempt {attempt}: run {run.id} with profile {run.profile}",
+                  event_data={"profile": run.profile})
 
     def _work(self, run_id: str) -> None:
         from bosun.engine.lifecycle import work
@@ -210,16 +210,16 @@ class TaskRunner:
 
         getattr(lifecycle, verb)(self.ctx, run_id)
 
-    def _recover(self, run: RunRow) -> None:
+    def _recover(self, run: Run) -> None:
         from bosun.engine.lifecycle import recover
 
-        owner = locks.read_owner(run["id"])
-        if run["state"] == states.WORKING and locks.owner_alive(owner):
-            raise Busy(f"run {run['id']} of task {self.task_id} is being worked by another live process",
-                       f"wait for it, or `bosun cancel {run['id']}`")
-        recover(self.ctx, run["id"])
+        owner = locks.read_owner(run.id)
+        if run.state == states.WORKING and locks.owner_alive(owner):
+            raise Busy(f"run {run.id} of task {self.task_id} is being worked by another live process",
+                       f"wait for it, or `bosun cancel {run.id}`")
+        recover(self.ctx, run.id)
 
-    def _approve(self, run: RunRow) -> None:
+    def _approve(self, run: Run) -> None:
         from bosun.engine.lifecycle import approve
 
         waivers = {}
@@ -228,14 +228,14 @@ class TaskRunner:
         # A code task without its own verify commands is not landable (NOT_VERIFIED): it waits for a
         # person (`_waits_for_review`) and never reaches this plan-made approval.
         try:
-            approve(self.ctx, run["id"], waivers=waivers)
+            approve(self.ctx, run.id, waivers=waivers)
         except Rejected as exc:
-            current = self.ctx.store.require_run(run["id"])
-            if current["state"] == states.VERIFIED:
-                self.ctx.store.merge_data(run["id"], error=exc.to_dict())
-                self.ctx.store.transition(run["id"], states.VERIFIED, states.REJECTED, "approval refused: " + exc.message[:300])
+            current = self.ctx.store.require_run(run.id)
+            if current.state == states.VERIFIED:
+                self.ctx.store.merge_data(run.id, error=exc.to_dict())
+                self.ctx.store.transition(run.id, states.VERIFIED, states.REJECTED, "approval refused: " + exc.message[:300])
 
-    def _waits_for_review(self, run: RunRow, pt: dict[str, Any]) -> bool:
+    def _waits_for_review(self, run: Run, pt: dict[str, Any]) -> bool:
         """A verified run whose verdict needs a person's review does not land on the plan's say-so: the
         task waits (``needs_review``, with the reasons) until `bosun approve RUN`."""
         from bosun.engine import verdict
@@ -244,52 +244,52 @@ class TaskRunner:
         if not verdict.waits_for_a_person(judged):
             return False
         assert judged is not None
-        review = {"run": run["id"], "verdict_line": verdict.one_line(judged), "reasons": judged["reasons"]}
-        again = pt["state"] == model.T_REVIEW and (pt["data"].get("review") or {}).get("run") == run["id"]
+        review = {"run": run.id, "verdict_line": verdict.one_line(judged), "reasons": judged["reasons"]}
+        again = pt["state"] == model.T_REVIEW and (pt["data"].get("review") or {}).get("run") == run.id
         self._set(state=model.T_REVIEW, data={"review": review}, event=None if again else (
-            f"{review['verdict_line']}: waits for a person (`bosun approve {run['id']}`, then "
-            f"`bosun plan continue {self.plan_id}`)"), event_data={"run": run["id"], "codes": verdict.codes(judged)})
+            f"{review['verdict_line']}: waits for a person (`bosun approve {run.id}`, then "
+            f"`bosun plan continue {self.plan_id}`)"), event_data={"run": run.id, "codes": verdict.codes(judged)})
         return True
 
-    def _build_landing(self, run: RunRow) -> bool:
+    def _build_landing(self, run: Run) -> bool:
         from bosun.engine.approval import ensure_may_land
 
         try:
             ensure_may_land(run)  # landable, or its review reasons acknowledged by a person
             commit, digest = plan_git.build_landing(run, self.contract, self.plan_id, self.task_id)
         except BosunError as exc:
-            self.ctx.store.merge_data(run["id"], error=exc.to_dict())
-            self.ctx.store.transition(run["id"], states.APPROVED, states.REJECTED, "landing commit failed: " + exc.message[:300])
+            self.ctx.store.merge_data(run.id, error=exc.to_dict())
+            self.ctx.store.transition(run.id, states.APPROVED, states.REJECTED, "landing commit failed: " + exc.message[:300])
             return False
-        self._set(state=model.T_READY, data={"landing": {"run": run["id"], "commit": commit, "diff_sha256": digest},
+        self._set(state=model.T_READY, data={"landing": {"run": run.id, "commit": commit, "diff_sha256": digest},
                                              "review": None},
                   event=f"verified and approved; landing {commit[:12] if commit else '(no change)'}")
         return True
 
-    def _attempt_failed(self, pt: dict[str, Any], run: RunRow) -> bool:
+    def _attempt_failed(self, pt: dict[str, Any], run: Run) -> bool:
         """Record a failed attempt; discard it and return False (retry) or keep it and return True."""
         from bosun.engine.run_report import write_report
 
-        err = (run.get("data") or {}).get("error") or {}
-        reason = str(err.get("message") or f"run {run['state']}")
+        err = run.data.error or {}
+        reason = str(err.get("message") or f"run {run.state}")
         failures = [*(pt["data"].get("failures") or []),
-                    {"run": run["id"], "profile": run.get("profile"), "state": run["state"],
+                    {"run": run.id, "profile": run.profile, "state": run.state,
                      "code": err.get("code"), "message": reason[:500]}]
         if pt["attempts"] >= self.wave.plan.max_attempts:
             try:
                 write_report(self.ctx, run)
             except BosunError as exc:
-                note_on_run(run["id"], "could not write the report of this failed attempt", exc)
+                note_on_run(run.id, "could not write the report of this failed attempt", exc)
             self._set(state=model.T_FAILED, data={"failures": failures, "error": {
-                "code": err.get("code") or run["state"].upper(), "message": reason[:500], "hint": err.get("hint", "")}},
-                event=f"{run['state']} on attempt {pt['attempts']} of {self.wave.plan.max_attempts}: {reason[:300]}")
+                "code": err.get("code") or run.state.upper(), "message": reason[:500], "hint": err.get("hint", "")}},
+                event=f"{run.state} on attempt {pt['attempts']} of {self.wave.plan.max_attempts}: {reason[:300]}")
             return True
         self._set(data={"failures": failures},
-                  event=f"attempt {pt['attempts']} {run['state']} ({run.get('profile')}): {reason[:300]}; retrying")
-        discard_run(self.ctx, run["id"])
+                  event=f"attempt {pt['attempts']} {run.state} ({run.profile}): {reason[:300]}; retrying")
+        discard_run(self.ctx, run.id)
         return False
 
-    def _give_up(self, pt: dict[str, Any], run: RunRow | None) -> str:
+    def _give_up(self, pt: dict[str, Any], run: Run | None) -> str:
         err = pt["data"].get("error") or {"code": "TASK_FAILED", "message": "no attempt left", "hint": ""}
         self._set(state=model.T_FAILED, data={"error": err},
                   event=f"failed after {pt['attempts']} attempt(s): {err.get('message', '')[:300]}")

@@ -2,7 +2,7 @@
 
 ``Store.merge_data`` refuses a key that is not here, so a new field is declared before it is
 written, and ``tests/unit/test_run_data.py`` checks every ``merge_data(key=...)`` call against its
-writers and these keys against the typed shape readers see (``store.rows.RunData``). Written at
+writers and these keys against the typed shape readers see (``store.run.RunData``). Written at
 prepare (``insert_run``) means ``engine/lifecycle.py:prepare`` set it once when the run was created.
 Plain data, no imports: the store's fast read paths import this module.
 """
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 PREPARE = "engine.lifecycle"  # the run's first record, written by prepare through insert_run
 
 WRITERS: dict[str, tuple[str, ...]] = {
+    # the record's shape, stamped by the store on every write (store/run.py: FORMAT_VERSION)
+    "format_version": ("store.run",),
     # set once, when the run is created
     "snapshot": (PREPARE,),
     "mode": (PREPARE,),

@@ -20,18 +20,13 @@ from bosun.core.errors import BadInput, InvalidTransition, NotFound
 from bosun.core.states import ACTIVE_STATES, check_transition
 from bosun.store.data_fields import undeclared
 from bosun.store.migrations import migrate
+from bosun.store.run import COLUMNS, Run, data_json
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.store.rows import RunRow
-
-RUN_COLUMNS = (
-    "id", "state", "title", "repo", "source_branch", "base", "start_commit", "branch", "worktree",
-    "profile", "profile_reason", "diff_sha256", "files_changed", "session_id", "merged_commit",
-    "plan_id", "created_at", "updated_at", "data",
-)
+RUN_COLUMNS = (*COLUMNS, "data")
 
 
 class Store:
@@ -60,16 +55,13 @@ class Store:
         self.db.execute("COMMIT")
 
     # -- runs ---------------------------------------------------------------------------------
-    def insert_run(self, run: dict[str, Any], prompt: str = "") -> None:
+    def insert_run(self, run: Run, prompt: str = "") -> None:
+        """Create the run's row (and its first transition); ``run`` gets its times."""
         now = time.time()
-        row = {c: run.get(c) for c in RUN_COLUMNS}
-        row["created_at"] = row["created_at"] or now
-        row["updated_at"] = now
-        unknown = undeclared(run.get("data") or {})
-        if unknown:
-            raise ValueError(f"undeclared run data keys {unknown}: declare them in store/data_fields.py")
-        row["data"] = json.dumps(run.get("data") or {})
-        row["files_changed"] = row["files_changed"] or 0
+        run.created_at = run.created_at or now
+        run.updated_at = now
+        row = {c: getattr(run, c) for c in COLUMNS}
+        row["data"] = data_json(run.data)
         cols = ", ".join(RUN_COLUMNS)
         marks = ", ".join("?" for _ in RUN_COLUMNS)
         with self.tx() as db:
@@ -80,11 +72,11 @@ class Store:
             )
             db.execute("INSERT INTO run_search(run_id, title, prompt) VALUES (?,?,?)", (row["id"], row["title"], prompt))
 
-    def get_run(self, run_id: str) -> RunRow | None:
+    def get_run(self, run_id: str) -> Run | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _run_dict(row) if row else None
+        return Run.from_row(dict(row)) if row else None
 
-    def require_run(self, run_id: str) -> RunRow:
+    def require_run(self, run_id: str) -> Run:
         run = self.get_run(run_id)
         if run is None:
             raise NotFound(f"no run with id {run_id!r}", "`bosun list` shows your runs", code="UNKNOWN_RUN")
@@ -92,7 +84,7 @@ class Store:
 
     def list_runs(
         self, state: str | None = None, limit: int = 50, search: str | None = None, plan_id: str | None = None
-    ) -> list[RunRow]:
+    ) -> list[Run]:
         sql = "SELECT * FROM runs"
         where: list[str] = []
         args: list[Any] = []
@@ -110,7 +102,7 @@ class Store:
         sql += " ORDER BY created_at DESC LIMIT ?"
         args.append(limit)
         try:
-            return [_run_dict(r) for r in self.db.execute(sql, args)]
+            return [Run.from_row(dict(r)) for r in self.db.execute(sql, args)]
         except sqlite3.OperationalError as exc:
             if not search:
                 raise
@@ -137,10 +129,26 @@ class Store:
             row = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
             data = json.loads(row["data"]) if row else {}
             data.update(items)
-            db.execute(
-                "UPDATE runs SET data = ?, updated_at = ? WHERE id = ?", (json.dumps(data, default=str), time.time(), run_id)
-            )
+            db.execute("UPDATE runs SET data = ?, updated_at = ? WHERE id = ?", (data_json(data), time.time(), run_id))
         return data
+
+    def write(self, run: Run, **items: Any) -> None:
+        """``merge_data`` for a run a verb holds: the record and the object both get ``items``, so the
+        verb goes on with what it wrote instead of reading the row back."""
+        self.merge_data(run.id, **items)
+        for key, value in items.items():
+            setattr(run.data, key, value)
+
+    def set_columns(self, run: Run, **fields: Any) -> None:
+        """``update_run`` for a run a verb holds, kept in step the same way."""
+        self.update_run(run.id, **fields)
+        for key, value in fields.items():
+            setattr(run, key, value)
+
+    def move(self, run: Run, to: str, reason: str = "") -> None:
+        """``transition`` from the state the held run is in; the object follows."""
+        self.transition(run.id, run.state, to, reason)
+        run.state = to
 
     def transition(self, run_id: str, expected: str, to: str, reason: str = "") -> None:
         """Move a run from ``expected`` to ``to``, refusing illegal or stale transitions."""
@@ -233,12 +241,6 @@ class Store:
     def clear_cooldown(self, profile: str) -> None:
         with self.tx() as db:
             db.execute("DELETE FROM cooldowns WHERE profile = ?", (profile,))
-
-
-def _run_dict(row: sqlite3.Row) -> RunRow:
-    d = dict(row)
-    d["data"] = json.loads(d.get("data") or "{}")
-    return d  # type: ignore[return-value]  # the runs table's columns are RunRow's keys
 
 
 LOCKED_RETRY_S = 30.0

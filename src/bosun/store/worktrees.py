@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import time
 
-from bosun.store.db import Store, _run_dict
+from bosun.store.db import Store
+from bosun.store.run import Run
 
 # Runs whose port block and pool worktree can be taken back: nothing of theirs runs any more.
 RELEASED_STATES = ("integrated", "reported", "cancelled", "cleaned")
@@ -18,11 +19,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.store.rows import RunRow
 
 
-def all_runs(store: Store) -> list[RunRow]:
-    return [_run_dict(r) for r in store.db.execute("SELECT * FROM runs ORDER BY created_at")]
+def all_runs(store: Store) -> list[Run]:
+    return [Run.from_row(dict(r)) for r in store.db.execute("SELECT * FROM runs ORDER BY created_at")]
 
 
 def plan_state(store: Store, plan_id: str) -> str | None:

@@ -29,7 +29,8 @@ from bosun.web.html import e, layout
 from bosun.web.security import Guard, allowed_hosts
 
 if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
+    from bosun.engine.context import Ctx
+    from bosun.store.run import Run
 
 STATIC = Path(__file__).parent / "static"
 POLL_S = 0.5
@@ -158,7 +159,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
             return _not_found()
         reviewed = _form_field(await request.body(), "reviewed")
 
-        def call() -> RunRow:
+        def call() -> Run:
             c = Ctx(stores.get())
             if verb == "discard":
                 return discard(c, rid)
@@ -169,7 +170,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         except BosunError as err:
             body = f'<div class="error"><b>{e(err.code)}</b>: {e(err.message)}<div class="muted">{e(err.hint)}</div></div>'
             return HTMLResponse(body, status_code=409 if err.exit_code != 2 else 400)
-        body = f'<div class="done">{e(verb)}d: the run is now <b>{e(result["state"])}</b></div>'
+        body = f'<div class="done">{e(verb)}d: the run is now <b>{e(result.state)}</b></div>'
         if not request.headers.get("hx-request"):
             return Response(status_code=303, headers={"location": f"/runs/{rid}"})
         return HTMLResponse(body, headers={"hx-trigger": "bosun:run"})
@@ -204,7 +205,7 @@ def _form_field(body: bytes, name: str) -> str:
     return values[0]
 
 
-def _acknowledgment(c: Any, run_id: str, reviewed: str) -> dict[str, Any]:
+def _acknowledgment(c: Ctx, run_id: str, reviewed: str) -> dict[str, Any]:
     """The approve button is a person: it acknowledges a run's review reasons, but only those the run
     page showed them (the form's ``reviewed``); reasons the page did not show are refused, not assumed."""
     from bosun.core.errors import NeedsReview
@@ -261,7 +262,7 @@ async def _event_stream(request: Request, stores: Stores, stopping: threading.Ev
             r = store.get_run(run_id)
             events = run_dir(run_id) / "events.jsonl"
             size = events.stat().st_size if events.exists() else 0
-            snap["run"] = [r["state"] if r else None, r["updated_at"] if r else None, size]
+            snap["run"] = [r.state if r else None, r.updated_at if r else None, size]
         if plan_id:
             snap["plan"] = [PlanStore(store).last_event_id(plan_id)]
         return snap

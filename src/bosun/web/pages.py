@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
@@ -16,6 +15,7 @@ from bosun.engine.history import refresh
 from bosun.engine.verdict import of_run
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, distinct_values, list_runs
+from bosun.store.run import Run, RunData
 from bosun.web.highlight import highlight_diff
 from bosun.web.html import (
     ago,
@@ -32,9 +32,6 @@ from bosun.web.html import (
 )
 from bosun.web.svg import bar_chart, plan_graph
 from bosun.web.verdicts import approve_form, badge, section
-
-if TYPE_CHECKING:
-    from bosun.store.rows import RunRow
 
 PAGE_SIZE = 50
 EVENTS_SHOWN = 400
@@ -93,7 +90,7 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
         snip = f'<div class="snip">{e(r["_snippet"])}</div>' if r.get("_snippet") else ""
         body.append(
             f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}</td>'
-            f'<td>{badge(of_run(r))}</td>'
+            f'<td>{badge(of_run(Run.from_row(r)))}</td>'
             f'<td><a href="/runs/{e(r["id"])}">{e(r["title"])}</a>{snip}<div class="muted small">{e(r["id"])}</div></td>'
             f'<td>{e(r["profile"] or "-")}<div class="muted small">{e(f.get("adapter") or "")}</div></td>'
             f'<td>{e(f.get("caller") or "-")}</td>'
@@ -124,28 +121,28 @@ def run_page(store: Store, run_id: str) -> str | None:
     if run is None:
         return None
     # The action result lives outside the live fragment, which is swapped again when the run changes.
-    return layout(run["title"], f'<p class="crumbs"><a href="/">runs</a> / {e(run_id)}</p>'
+    return layout(run.title, f'<p class="crumbs"><a href="/">runs</a> / {e(run_id)}</p>'
                   '<div id="action-result" role="status"></div>' + run_body(store, run),
                   active="runs", live=f"run:{run_id}")
 
 
-def run_body(store: Store, run: RunRow) -> str:
+def run_body(store: Store, run: Run) -> str:
     from bosun.engine.results import current_error
     from bosun.engine.verdict import decide
 
-    rid = run["id"]
+    rid = run.id
     rdir = run_dir(rid)
-    data = run.get("data") or {}
+    data = run.data
     task = (read_json(rdir / "task.json", {}) or {}).get("task") or {}
     gates_doc = read_json(rdir / "gates.json", {}) or {}
     verdict = decide(run, task, gates_doc.get("gates", []), read_json(rdir / "verification.json", None))
     err = current_error(run)
-    shown = shown_state(run["state"], run.get("merged_commit"))
+    shown = shown_state(run.state, run.merged_commit)
     head = (
-        f'<h1>{e(run["title"])} {state_badge(shown)}</h1>' + section(verdict) +
-        f'<p class="meta">profile <b>{e(run["profile"] or "-")}</b> ({e(run.get("profile_reason") or "")}) · '
-        f'repo {e(run["repo"])} · branch {e(run["source_branch"])} @ {e(run["base"][:12])} · '
-        f'worktree branch {e(run["branch"])} · started {stamp(run["created_at"])} UTC</p>'
+        f'<h1>{e(run.title)} {state_badge(shown)}</h1>' + section(verdict) +
+        f'<p class="meta">profile <b>{e(run.profile or "-")}</b> ({e(run.profile_reason or "")}) · '
+        f'repo {e(run.repo)} · branch {e(run.source_branch)} @ {e(run.base[:12])} · '
+        f'worktree branch {e(run.branch)} · started {stamp(run.created_at)} UTC</p>'
     )
     if err:
         head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {e(err.get("message"))}'
@@ -171,11 +168,11 @@ def _section(title: str, body: str, open_: bool = False) -> str:
     return f'<details class="sec" id="sec-{slug}"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
 
 
-def _actions(run: RunRow, verdict: dict[str, Any] | None) -> str:
-    rid = e(run["id"])
-    approve = approve_form(run["id"], run["state"], verdict)
+def _actions(run: Run, verdict: dict[str, Any] | None) -> str:
+    rid = e(run.id)
+    approve = approve_form(run.id, run.state, verdict)
     buttons = [approve] if approve else []
-    if run["state"] in DISCARDABLE:
+    if run.state in DISCARDABLE:
         buttons.append(f'<form method="post" action="/runs/{rid}/discard" hx-post="/runs/{rid}/discard" '
                        f'hx-target="#action-result" hx-swap="innerHTML" hx-confirm="Discard this run? Its worktree '
                        f'and branch are removed; the diff stays in the run directory.">'
@@ -199,7 +196,7 @@ def _gates(doc: dict[str, Any]) -> str:
             + (f'<p class="muted small">diff sha256 {e(digest)}</p>' if digest else ""))
 
 
-def _diff(rdir: Path, run: RunRow) -> str:
+def _diff(rdir: Path, run: Run) -> str:
     for name, note in (("diff.patch", "as verified"), ("final.patch", "saved before the worktree was removed")):
         path = rdir / name
         if path.exists():
@@ -207,7 +204,7 @@ def _diff(rdir: Path, run: RunRow) -> str:
             if not text:
                 return '<p class="muted">the worker changed nothing</p>'
             return f'<p class="muted small">{e(note)}</p><pre class="diff">{highlight_diff(text)}</pre>'
-    if run["state"] in ("prepared", "working"):
+    if run.state in ("prepared", "working"):
         return '<p class="muted">the diff is recorded when the worker finishes</p>'
     return '<p class="muted">no diff recorded (`bosun verify` records it)</p>'
 
@@ -270,9 +267,9 @@ def _timeline(run_id: str) -> str:
     return note + f'<ol class="timeline">{"".join(items)}</ol>' if items else '<p class="muted">no worker events yet</p>'
 
 
-def _receipt(rdir: Path, data: Mapping[str, Any]) -> str:
+def _receipt(rdir: Path, data: RunData) -> str:
     metrics = read_json(rdir / "metrics.json", None)
-    usage = data.get("usage") or data.get("live_usage")
+    usage = data.usage or data.live_usage
     if metrics is None and not usage:
         return '<p class="muted">no receipt yet (written when the run is reported)</p>'
     rows = []
@@ -290,7 +287,7 @@ def _receipt(rdir: Path, data: Mapping[str, Any]) -> str:
         ]
     elif usage:
         rows.append(("worker tokens so far", f'{usage.get("input_tokens", 0)} in, {usage.get("output_tokens", 0)} out'))
-    measured = data.get("parent_measured")
+    measured = data.parent_measured
     if measured is not None:
         rows.append(("parent tokens (measured)", json.dumps(measured)))
     return '<table class="kv">' + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows) + "</table>"

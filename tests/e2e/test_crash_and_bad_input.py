@@ -51,11 +51,11 @@ def test_sigkill_during_work_then_recover_completes(repo, task_file, isolated_ho
 
 def test_recover_without_a_diff_goes_back_to_prepared(cli, repo, task_file):
     from bosun.core.contract import load_contract
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.engine.lifecycle import prepare
     from bosun.store.db import open_store
 
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     run = prepare(ctx, load_contract(task_file), repo, "fix")
     ctx.store.transition(run.id, "prepared", "working", "simulated crash")
     code, res = cli("recover", run.id, "--json")

@@ -362,12 +362,12 @@ def test_wait_queues_for_a_slot(cli, repo, task_file, monkeypatch):
     monkeypatch.setenv("BOSUN_MAX_CONCURRENT_RUNS", "1")
     code, first = cli("prepare", str(task_file), "--repo", str(repo), "--json")
     assert code == 0
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.engine.teardown import discard
     from bosun.store.db import open_store
 
     # Free the slot a moment later, from another thread, as another process would.
-    timer = threading.Timer(1.0, lambda: discard(Ctx(open_store()), first["id"]))
+    timer = threading.Timer(1.0, lambda: discard(RunContext(open_store()), first["id"]))
     timer.start()
     code, second = cli("prepare", str(task_file), "--repo", str(repo), "--wait", "--json")
     timer.join()

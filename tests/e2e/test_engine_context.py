@@ -10,7 +10,7 @@ import pytest
 from bosun.core import config
 from bosun.core.contract import load_contract
 from bosun.engine import context
-from bosun.engine.context import Ctx
+from bosun.engine.context import RunContext
 from bosun.engine.delegation import delegate
 from bosun.store.db import open_store
 
@@ -40,7 +40,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 def test_a_delegation_reads_its_task_never_and_the_engine_reads_the_config_once(reads, repo, task_file):
-    run = delegate(Ctx(open_store()), load_contract(task_file), repo, "fix", auto_approve=True)
+    run = delegate(RunContext(open_store()), load_contract(task_file), repo, "fix", auto_approve=True)
     assert run.state == "cleaned" and run.merged_commit
     assert reads["task"] == 0
     # The pre-flight checks read it and the context keeps it: no verb reads it again. (Each
@@ -50,7 +50,7 @@ def test_a_delegation_reads_its_task_never_and_the_engine_reads_the_config_once(
 
 
 def test_an_unpinned_context_sees_a_config_edit(repo: Path):
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     toml = repo / "bosun.toml"
     original = toml.read_text()
     toml.write_text("max_concurrent_runs = 7\n" + original)

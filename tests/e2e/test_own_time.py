@@ -95,10 +95,10 @@ def test_the_gates_are_not_loaded_before_the_worker_starts(repo, task_file, tmp_
 def test_on_worker_start_runs_once_the_worker_process_exists(repo, task_file):
     from bosun.core.contract import load_contract
     from bosun.engine.attempts import run_attempts
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     run = lifecycle.prepare(ctx, load_contract(task_file), repo, "fix")
     calls = []
     settings = ctx.settings(repo)

@@ -1,6 +1,6 @@
 """A run's ``data`` record has its keys declared once (store/data_fields.py), with their writers:
-no module writes a key it is not declared to write, readers and the typed shape agree, and the
-fields that still have several writers cannot grow in number."""
+no module writes a key it is not declared to write, readers and the typed shape agree, and each
+field has exactly one writer."""
 
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from tests.conftest import ROOT
 
 SRC = ROOT / "src" / "bosun"
 
-# Fields more than one module writes. The typed-Run redesign gives each one writer; until then this
-# list may only shrink.
-SEVERAL_WRITERS = {"acknowledged", "cancel_requested", "error", "landing_commit", "worker_pid"}
 
 
 def modules() -> dict[str, ast.AST]:
@@ -86,6 +83,6 @@ def test_readers_read_declared_keys():
     assert len(reads()) > 20  # the patterns still find the readers
 
 
-def test_the_fields_with_several_writers_do_not_grow():
-    several = {key for key, ms in WRITERS.items() if len(ms) > 1}
-    assert several <= SEVERAL_WRITERS, sorted(several - SEVERAL_WRITERS)
+def test_every_field_has_one_writer():
+    several = {key: ms for key, ms in WRITERS.items() if len(ms) > 1}
+    assert not several, f"give each field one owner that the others call: {several}"

@@ -7,14 +7,14 @@ from typing import Any
 
 from bosun.core.contract import TaskContract
 from bosun.core.errors import BosunError
-from bosun.engine.context import Ctx
+from bosun.engine.context import RunContext
 from bosun.engine.delegation import delegate
 from bosun.store.db import open_store
 from bosun.store.run import Run
 
 
-def ctx() -> Ctx:
-    return Ctx(open_store())
+def ctx() -> RunContext:
+    return RunContext(open_store())
 
 
 def contract(**over: Any) -> TaskContract:

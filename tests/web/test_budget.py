@@ -12,7 +12,7 @@ import pytest
 from bosun.core.errors import BosunError
 from bosun.core.paths import run_dir
 from bosun.engine.budget import BudgetExceeded, month_start
-from bosun.engine.context import Ctx
+from bosun.engine.context import RunContext
 from bosun.engine.delegation import delegate
 from bosun.store.db import open_store
 from tests.conftest import git, task_yaml
@@ -34,7 +34,7 @@ def events(run_id: str) -> list[dict]:
 
 def test_worker_is_stopped_at_the_cap_and_its_diff_is_kept(repo: Path) -> None:
     configure(repo, "per_task_usd = 0.10\n")
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     created: list[str] = []
     with pytest.raises(BosunError) as err:
         delegate(ctx, contract(), repo, "paced", on_prepared=created.append)
@@ -55,7 +55,7 @@ def test_worker_is_stopped_at_the_cap_and_its_diff_is_kept(repo: Path) -> None:
 
 def test_a_reached_cap_refuses_before_dispatch(repo: Path, tmp_path: Path) -> None:
     configure(repo, "daily_usd = 0.05\n")
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     with pytest.raises(BosunError) as first:
         delegate(ctx, contract(), repo, "paced")
     assert first.value.code == "BUDGET_EXCEEDED"  # stopped at the daily cap
@@ -72,7 +72,7 @@ def test_a_reached_cap_refuses_before_dispatch(repo: Path, tmp_path: Path) -> No
 def test_max_usd_that_would_overrun_a_cap_is_refused(repo: Path) -> None:
     configure(repo, "monthly_usd = 1.0\n")
     with pytest.raises(BudgetExceeded) as refused:
-        delegate(Ctx(open_store()), contract(max_usd=2.5), repo, "paced")
+        delegate(RunContext(open_store()), contract(max_usd=2.5), repo, "paced")
     assert "would exceed" in refused.value.message and "monthly_usd" in refused.value.message
     assert "lower the task's max_usd to $1.0000" in refused.value.hint
 
@@ -88,7 +88,7 @@ def test_the_80_percent_warning_reaches_the_notify_command(repo: Path, tmp_path:
     with (repo / "bosun.toml").open("a") as fh:
         fh.write(f"\n[notify]\ncommand = [{json.dumps(sys.executable)}, \"-c\", {json.dumps(hook)}]\n")
     git(repo, "commit", "-qam", "notify")
-    ctx = Ctx(open_store())
+    ctx = RunContext(open_store())
     with pytest.raises(BosunError) as err:
         delegate(ctx, contract(), repo, "paced")
     assert err.value.code == "BUDGET_EXCEEDED"

@@ -37,13 +37,13 @@ def test_search_finds_paths_gates_final_message_and_errors(repo: Path) -> None:
 
 
 def test_index_follows_state_changes(repo: Path) -> None:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.engine.teardown import discard
 
     run = delegated(repo, "fix")
     store = open_store()
     assert [r["state"] for r in search(store, RunFilter(text="calc.py"))] == ["verified"]
-    discard(Ctx(store), run.id)
+    discard(RunContext(store), run.id)
     assert [r["state"] for r in search(store, RunFilter(text="calc.py"))] == ["cleaned"]
 
 

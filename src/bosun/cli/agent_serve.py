@@ -238,7 +238,7 @@ class Agent:
         from bosun.store.db import open_store
 
         task = run.task
-        ctx = L.Ctx(open_store(), {"baseline": "off"})
+        ctx = L.RunContext(open_store(), {"baseline": "off"})
         try:
             contract = TaskContract.model_validate(task.task)
             # The worker starts from the shipped tree; the agent never verifies, so no verify commands
@@ -282,10 +282,11 @@ class Agent:
     def _cancel_local(self, run: Running) -> None:
         if not run.local_run:
             return
+        from bosun.engine.teardown import request_cancel
         from bosun.store.db import open_store
 
         try:
-            open_store().merge_data(run.local_run, cancel_requested=True)
+            request_cancel(open_store(), run.local_run)
         except Exception:  # noqa: BLE001 - the hub or the engine failed; the agent keeps serving
             pass
 

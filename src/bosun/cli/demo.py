@@ -150,7 +150,7 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
     from bosun.cli.render import describe_event
     from bosun.core.contract import load_contract
     from bosun.core.errors import BosunError
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.engine.delegation import delegate
     from bosun.engine.results import run_result
     from bosun.replay import ReplayServer
@@ -170,7 +170,7 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
         def on_event(ev: dict[str, Any]) -> None:
             console.print("  " + describe_event(ev), style=styles.get(str(ev.get("type")), ""), markup=False)
 
-        ctx = Ctx(open_store())
+        ctx = RunContext(open_store())
         console.print("[bold]worker[/] (native agent loop):")
         try:
             run = delegate(ctx, load_contract(task_path), repo, auto_approve=True, on_event=on_event)

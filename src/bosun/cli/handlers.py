@@ -19,15 +19,15 @@ if TYPE_CHECKING:
 
     from bosun.core.config import Settings
     from bosun.core.settings_cache import SettingsView
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 
-def _ctx() -> Ctx:
-    from bosun.engine.context import Ctx
+def _ctx() -> RunContext:
+    from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
-    return Ctx(open_store())
+    return RunContext(open_store())
 
 
 def _checked_id(args: argparse.Namespace) -> str:
@@ -36,7 +36,7 @@ def _checked_id(args: argparse.Namespace) -> str:
     return check_run_id(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: Run, ctx: Ctx | None = None) -> int:
+def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None) -> int:
     from bosun.engine.results import run_result
 
     result = run_result(run)
@@ -202,7 +202,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx)
 
 
-def _print_review_reasons(ctx: Ctx, run_id: str) -> None:
+def _print_review_reasons(ctx: RunContext, run_id: str) -> None:
     from bosun.engine import verdict
 
     judged = verdict.of_run(ctx.store.require_run(run_id))

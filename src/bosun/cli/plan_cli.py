@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs `bosun plan --help
 if TYPE_CHECKING:
     from typing import Any
 
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
 PLAN_DESCRIPTION = """\
 Run many tasks as a dependency graph. Tasks whose dependencies are merged run in parallel waves,
@@ -136,11 +136,11 @@ def error_result(args: argparse.Namespace, err: Any) -> dict[str, Any]:
     return out
 
 
-def _ctx() -> Ctx:
-    from bosun.engine.context import Ctx
+def _ctx() -> RunContext:
+    from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
-    return Ctx(open_store())
+    return RunContext(open_store())
 
 
 def _checked(args: argparse.Namespace) -> str:
@@ -157,7 +157,7 @@ def _exit_for(row: dict[str, Any]) -> int:
     return {"succeeded": EXIT_OK, "paused": EXIT_CONFLICT}.get(row["state"], EXIT_ERROR)
 
 
-def _finish(args: argparse.Namespace, ctx: Ctx, row: dict[str, Any], code: int | None = None) -> int:
+def _finish(args: argparse.Namespace, ctx: RunContext, row: dict[str, Any], code: int | None = None) -> int:
     from bosun.cli.render import emit_json
     from bosun.cli.views import print_plan
     from bosun.plans.status import plan_result

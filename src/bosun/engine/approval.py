@@ -27,9 +27,10 @@ from bosun.core.errors import BadInput, Rejected
 from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import record
 from bosun.engine.self_review import ESCALATED, FAILED, PASSED, SKIPPED, UNPARSEABLE
+from bosun.engine.stops import clear_error
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.db import Store
     from bosun.store.run import Run
 
@@ -195,8 +196,14 @@ ALL = "all"  # acknowledge every reason: a person who read them, or a script's -
 UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
 
 
+def forget_acknowledgment(store: Store, run_id: str) -> None:
+    """A person's yes was to the change they read: when the worker works again or the change is
+    verified again, it no longer stands. This module is the one writer of ``acknowledged``."""
+    store.merge_data(run_id, acknowledged=None)
+
+
 def approve(
-    ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
+    ctx: RunContext, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
     task: TaskContract | None = None, acknowledge: Any = None, by: str = BY_PERSON,
 ) -> Run:
     """Approve a green, unchanged diff. Refuses otherwise and says why.
@@ -290,8 +297,8 @@ def approve(
             approved_diff_sha256=run.diff_sha256,
             approved_tree=run.data.verified_tree,
             acknowledged=acknowledged,
-            error=None,
         )
+        clear_error(ctx.store, run_id)
         reason = "approved" + (f" with waivers {', '.join(waivers)}" if waivers else "")
         if acknowledged:
             reason += f"; review reasons acknowledged by {by}: " + ", ".join(acknowledged["codes"])

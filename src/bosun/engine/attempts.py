@@ -21,7 +21,7 @@ from bosun.core import effort, paths
 from bosun.core.adapters import effort_levels
 from bosun.core.config import Profile, Settings
 from bosun.core.contract import Mode, TaskContract
-from bosun.engine import record
+from bosun.engine import locks, record
 from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
 from bosun.engine.worktrees import run_env
@@ -41,7 +41,7 @@ from bosun.workers.base import (
 from bosun.workers.registry import effort_args
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.db import Store
     from bosun.store.run import Run
 
@@ -212,7 +212,7 @@ def _missing_key(profile: Profile) -> str | None:
 
 
 def run_attempts(
-    ctx: Ctx,
+    ctx: RunContext,
     settings: Settings,
     run: Run,
     task: TaskContract,
@@ -341,7 +341,7 @@ def run_attempts(
             result.error_message,
             {"usage": result.usage.to_dict(), "session_id": result.session_id, "unenforced": result.unenforced},
         )
-        store.merge_data(run_id, worker_pid=None)
+        locks.forget_worker(store, run_id)
         outcome = Outcome(result=result, profile=profile.name, usage=total)
         if result.error_class == ErrorClass.auth:
             outcome.blocked = True
@@ -422,13 +422,8 @@ def _on_start(store: Store, run_id: str, once: Callable[[], None] | None) -> Cal
     pending = [once] if once is not None else []
 
     def started(pid: int) -> None:
-        _record_worker_pid(store, run_id, pid)
+        locks.record_worker(store, run_id, pid)
         if pending:
             pending.pop()()
 
     return started
-
-
-def _record_worker_pid(store: Store, run_id: str, pid: int) -> None:
-    """The worker's process group, for `bosun cancel` and for recovery after a crash."""
-    store.merge_data(run_id, worker_pid=pid)

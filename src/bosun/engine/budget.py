@@ -32,7 +32,7 @@ from bosun.store.db import Store
 from bosun.workers.base import ErrorClass, Usage, WorkerResult, ev_message
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 LIVE_WRITE_S = 1.0  # live usage goes to the store at most this often (the dashboard reads it)
@@ -208,7 +208,7 @@ class Meter:
         self.store.merge_data(self.run_id, live_usage=live)
 
 
-def meter_for(ctx: Ctx, settings: Settings, run: Run, task: TaskContract) -> Meter:
+def meter_for(ctx: RunContext, settings: Settings, run: Run, task: TaskContract) -> Meter:
     """The meter for one ``work`` of ``run``: caps as of now (the caller sets ``emit``)."""
     caps = caps_for(ctx.store, settings, task, run.repo, run.plan_id, run.id)
     return Meter(ctx.store, run.id, caps, settings.budget.warn_at, notify_command=list(settings.notify.command),

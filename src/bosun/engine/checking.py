@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core import paths
 from bosun.core.changes import GateResult
 from bosun.engine import record
-from bosun.engine.context import Ctx, read_run_change
+from bosun.engine.context import RunContext, read_run_change
 
 if TYPE_CHECKING:
     from bosun.core.contract import TaskContract
@@ -40,7 +40,7 @@ class Checked:
         return [g.code for g in self.gates if not g.ok]
 
 
-def check_worked(ctx: Ctx, run: Run, task: TaskContract) -> Checked:
+def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
     from bosun.core.contract import Mode
     from bosun.engine import approval
@@ -86,7 +86,7 @@ def tamper_gates(run: Run) -> list[GateResult]:
     return [GateResult("USER_GIT_TAMPERED", False, detail)]
 
 
-def self_review(ctx: Ctx, run: Run, task: TaskContract, checked: Checked) -> list[GateResult]:
+def self_review(ctx: RunContext, run: Run, task: TaskContract, checked: Checked) -> list[GateResult]:
     """Run self-review when the profile asks for it. A reviewer that edits files is a red gate; its
     findings are reasons for review (engine/approval.py)."""
     from bosun.engine.approval import self_review_gate

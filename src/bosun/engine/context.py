@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Ctx:
+class RunContext:
     """What every verb needs: the store and the settings of the run's repository.
 
     A plain context reads the config each time it is asked (a long-lived process sees edits to
@@ -51,8 +51,8 @@ class Ctx:
         if self.pinned_settings is not None:
             self.pinned_settings.setdefault(Path(repo), settings)
 
-    def pinned(self) -> Ctx:
-        return self if self.pinned_settings is not None else Ctx(self.store, self.settings_overrides, {})
+    def pinned(self) -> RunContext:
+        return self if self.pinned_settings is not None else RunContext(self.store, self.settings_overrides, {})
 
 
 def new_run_id() -> str:

@@ -13,7 +13,7 @@ from bosun.core import states
 from bosun.core.contract import Mode, TaskContract
 from bosun.core.errors import BosunError
 from bosun.engine import locks
-from bosun.engine.context import Ctx
+from bosun.engine.context import RunContext
 from bosun.engine.lifecycle import approve, integrate, prepare, report, verify, work
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def delegate(
-    ctx: Ctx,
+    ctx: RunContext,
     task: TaskContract,
     repo_path: Path,
     profile_name: str | None = None,
@@ -50,7 +50,7 @@ def delegate(
         notify_run(ctx, run_id)
 
 
-def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
+def _delegate_loop(ctx: RunContext, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
     from bosun.engine.baseline import settle, stop_running
 
     with locks.run_lock(run_id):
@@ -63,7 +63,7 @@ def _delegate_loop(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool
         return run
 
 
-def _work_verify_land(ctx: Ctx, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
+def _work_verify_land(ctx: RunContext, run_id: str, task: TaskContract, auto_approve: bool, on_event: Any) -> Run:
     try:
         # The baseline goes on while the change is verified: a fast worker does not wait for it.
         run = work(ctx, run_id, on_event=on_event, task=task, defer_baseline=True, warm_up=True)
@@ -90,7 +90,7 @@ def _landable(run: Run) -> bool:
     return judged is not None and judged["outcome"] == verdict.LANDABLE
 
 
-def _safe_report(ctx: Ctx, run_id: str) -> None:
+def _safe_report(ctx: RunContext, run_id: str) -> None:
     from bosun.engine.run_report import write_report
 
     write_report(ctx, ctx.store.require_run(run_id))

@@ -146,11 +146,11 @@ def _finished_worktree(store: Store, run: Run, result: GcResult) -> None:
     pooled = bool(run.data.pooled)
     size = disk_usage(wt) if _is_bosun_worktree(wt) and not pooled else 0
     if not result.dry_run:
-        from bosun.engine.context import Ctx
+        from bosun.engine.context import RunContext
         from bosun.engine.teardown import cleanup
 
         try:
-            cleanup(Ctx(store), run.id)
+            cleanup(RunContext(store), run.id)
         except Busy:
             _skip(result, run.id, "a live process holds the run")
             return

@@ -22,9 +22,11 @@ from bosun.core.contract import TaskContract
 from bosun.core.errors import BadInput, BosunError, Conflict, Rejected
 from bosun.core.fileio import read_json
 from bosun.engine import record
+from bosun.engine.stops import RunStopped, recorded
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
+    from bosun.store.db import Store
     from bosun.store.run import Run
 
 BOSUN_IDENT = ("bosun", "bosun@localhost")
@@ -148,7 +150,7 @@ def landing_commit(repo: Path, run: Run, diff: bytes, message: str, scratch: Pat
     return apply_patch_to_commit(repo, run.base, diff, message, scratch, author=ident)
 
 
-def integrate_run(ctx: Ctx, run: Run, task: TaskContract, reverify: bool) -> None:
+def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool) -> None:
     from bosun.engine.context import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit
@@ -216,17 +218,12 @@ def integrate_run(ctx: Ctx, run: Run, task: TaskContract, reverify: bool) -> Non
         result["commit"] = target
         record.write_doc(run_id, "reverification.json", result)
         if not result["passed"]:
-            ctx.store.merge_data(
-                run_id,
-                error={"code": "REVERIFY_FAILED", "message": "verification failed on the merged result",
-                       "hint": "the source branch changed underneath the run; re-run the task"},
-            )
-            ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "re-verification on the merged result failed")
-            raise Rejected(
-                f"verification failed on the merged result of {run_id}; your branch was not changed",
-                "see reverification.json in the run directory; re-run the task on the current branch",
-                code="REVERIFY_FAILED",
-            )
+            with recorded(ctx, run_id, states.APPROVED):
+                raise RunStopped(states.REJECTED, Rejected(
+                    f"verification failed on the merged result of {run_id}; your branch was not changed",
+                    "the source branch changed underneath the run: see reverification.json in the run "
+                    "directory, and re-run the task on the current branch", code="REVERIFY_FAILED"),
+                    "re-verification on the merged result failed")
 
     if on_branch:
         fast_forward_user_branch(repo, branch, head, merged)
@@ -234,7 +231,7 @@ def integrate_run(ctx: Ctx, run: Run, task: TaskContract, reverify: bool) -> Non
         git(["update-ref", f"refs/heads/{branch}", merged, head], repo)
     git(["update-ref", f"refs/heads/{run.branch}", landing], repo)
     ctx.store.update_run(run_id, merged_commit=merged)
-    ctx.store.merge_data(run_id, landing_commit=landing, reverified=bool(reverify and task.verify))
+    record_landing(ctx.store, run_id, landing, reverified=bool(reverify and task.verify))
     ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {branch} at {merged[:12]}")
 
 
@@ -243,3 +240,9 @@ def _checked_out_branch(repo: Path) -> str | None:
 
     res = git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
     return res.stdout.strip() if res.returncode == 0 else None
+
+
+def record_landing(store: Store, run_id: str, landing: str | None, reverified: bool | None = None) -> None:
+    """The commit that carried the run's change onto a branch (integrate's, or a plan's merge): what
+    ``bosun revert`` undoes. This module is the one writer of ``landing_commit``."""
+    store.merge_data(run_id, landing_commit=landing, reverified=reverified)

@@ -18,9 +18,9 @@ from bosun.core.errors import BadInput, BosunError, InvalidTransition, TimedOut
 from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks, record
 from bosun.engine.budget import check_before_dispatch
-from bosun.engine.context import Ctx, load_task, new_run_id, read_run_change
-from bosun.engine.stops import RunStopped, recorded
-from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker
+from bosun.engine.context import RunContext, load_task, new_run_id, read_run_change
+from bosun.engine.stops import RunStopped, clear_error, recorded
+from bosun.engine.teardown import cancelled_error, cleanup, kill_orphan_worker, request_cancel
 from bosun.isolation import gitwatch
 from bosun.isolation.lingering import boot_clock
 from bosun.store.run import Run
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def prepare(
-    ctx: Ctx,
+    ctx: RunContext,
     task: TaskContract,
     repo_path: Path,
     profile_name: str | None = None,
@@ -162,7 +162,7 @@ RESUMABLE_FROM = (states.PREPARED, states.VERIFIED, states.REJECTED, states.FAIL
 
 
 def work(
-    ctx: Ctx,
+    ctx: RunContext,
     run_id: str,
     resume: str | None = None,
     profile_name: str | None = None,
@@ -198,7 +198,8 @@ def work(
         task = task or load_task(run_id)
         check_before_dispatch(ctx.store, settings, task, run.repo, run.plan_id, run_id)
         ctx.store.transition(run_id, run.state, states.WORKING, "revise: " + resume[:200] if resume else "worker started")
-        ctx.store.merge_data(run_id, bosun_pid=os.getpid(), error=None, cancel_requested=False, acknowledged=None)
+        ctx.store.merge_data(run_id, bosun_pid=os.getpid())
+        _starts_afresh(ctx, run_id)
         watch = gitwatch.take(repo)
         began = boot_clock()
         baseline = start_baseline(run, task, settings.baseline)
@@ -228,7 +229,17 @@ def work(
         return ctx.store.require_run(run_id)  # cancelled
 
 
-def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
+def _starts_afresh(ctx: RunContext, run_id: str) -> None:
+    """Work starts again: no error stands, no old cancel request, no acknowledgment of an old change
+    (each field is written by its one owner)."""
+    from bosun.engine.approval import forget_acknowledgment
+
+    clear_error(ctx.store, run_id)
+    request_cancel(ctx.store, run_id, requested=False)
+    forget_acknowledgment(ctx.store, run_id)
+
+
+def _check_user_git(ctx: RunContext, run_id: str, watch: tuple[Path, gitwatch.Snapshot]) -> None:
     """Compare the user's git dir with what it was before the worker; put back what changed.
 
     The run is marked: verification turns the finding into the USER_GIT_TAMPERED gate."""
@@ -249,7 +260,7 @@ def _check_user_git(ctx: Ctx, run_id: str, watch: tuple[Path, gitwatch.Snapshot]
     ctx.store.merge_data(run_id, user_git_tampered={"changed": changed, "restored": restored, "failed": failed})
 
 
-def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> Run:
+def _finish_work(ctx: RunContext, run_id: str, outcome: Any) -> Run:
     res = outcome.result
     data: dict[str, Any] = {"worker": res.to_dict(), "usage": outcome.usage.to_dict(), "bosun_pid": None}
     if res.session_id:
@@ -275,7 +286,7 @@ def _finish_work(ctx: Ctx, run_id: str, outcome: Any) -> Run:
 # verify
 
 
-def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> Run:
+def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Run:
     """Re-run verification and all gates; ends verified or rejected."""
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -288,9 +299,10 @@ def verify(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> Run:
         return _verify_worked(ctx, run_id, task)
 
 
-def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> Run:
+def _verify_worked(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Run:
     """The verify phase (:mod:`bosun.engine.checking`), recorded: the run ends verified when every
     gate is green, else rejected; :mod:`bosun.engine.verdict` reads the record."""
+    from bosun.engine.approval import forget_acknowledgment
     from bosun.engine.checking import check_worked
 
     run = ctx.store.require_run(run_id)
@@ -300,7 +312,8 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
                                            "diff_sha256": checked.diff_sha256, "tree": checked.tree})
     ctx.store.update_run(run_id, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
     ctx.store.merge_data(run_id, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
-                         verified_tree=checked.tree, acknowledged=None)
+                         verified_tree=checked.tree)
+    forget_acknowledgment(ctx.store, run_id)  # given for the change before this one
     with recorded(ctx, run_id, states.WORKED):
         if checked.failed:
             raise RunStopped(states.REJECTED, BosunError(
@@ -308,7 +321,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
                 f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
                 "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
                 code="GATES_FAILED"), "gates failed: " + ", ".join(checked.failed), raises=False)
-        ctx.store.merge_data(run_id, error=None)
+        clear_error(ctx.store, run_id)
         ctx.store.transition(run_id, states.WORKED, states.VERIFIED, "verification passed, all gates green")
     return ctx.store.require_run(run_id)
 
@@ -317,7 +330,7 @@ def _verify_worked(ctx: Ctx, run_id: str, task: TaskContract | None = None) -> R
 # approve
 
 
-def approve(ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
+def approve(ctx: RunContext, run_id: str, review: dict[str, Any] | None = None, waivers: dict[str, str] | None = None,
             task: TaskContract | None = None, acknowledge: Any = None, by: str = "person") -> Run:
     """Approve a green, unchanged diff; a run that needs review only with its reasons acknowledged
     (:func:`bosun.engine.approval.approve`)."""
@@ -330,7 +343,7 @@ def approve(ctx: Ctx, run_id: str, review: dict[str, Any] | None = None, waivers
 # integrate / report / cleanup
 
 
-def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> Run:
+def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: TaskContract | None = None) -> Run:
     from bosun.engine.integration import integrate_run
 
     with locks.run_lock(run_id):
@@ -352,11 +365,11 @@ def integrate(ctx: Ctx, run_id: str, reverify: bool | None = None, task: TaskCon
         settings = ctx.settings(Path(run.repo))
         do_reverify = settings.reverify_on_integrate if reverify is None else reverify
         integrate_run(ctx, run, task, do_reverify)
-        ctx.store.merge_data(run_id, error=None)
+        clear_error(ctx.store, run_id)
         return ctx.store.require_run(run_id)
 
 
-def report(ctx: Ctx, run_id: str) -> Run:
+def report(ctx: RunContext, run_id: str) -> Run:
     from bosun.engine.run_report import write_report
 
     with locks.run_lock(run_id):
@@ -372,7 +385,7 @@ def report(ctx: Ctx, run_id: str) -> Run:
         return ctx.store.require_run(run_id)
 
 
-def recover(ctx: Ctx, run_id: str) -> Run:
+def recover(ctx: RunContext, run_id: str) -> Run:
     """After a crash: a run stuck in ``working`` goes to verification if the worker left a diff,
     back to ``prepared`` otherwise. Nothing the worker wrote is touched."""
     run = ctx.store.require_run(run_id)
@@ -402,7 +415,7 @@ def recover(ctx: Ctx, run_id: str) -> Run:
         raise BadInput(f"run {run_id} is {run.state!r}; nothing to recover", "`bosun show` the run")
 
 
-def _retake_baseline(ctx: Ctx, run: Run) -> None:
+def _retake_baseline(ctx: RunContext, run: Run) -> None:
     """The process that died took the baseline with it: without one the change is not proven."""
     from bosun.engine.baseline import start_baseline
 

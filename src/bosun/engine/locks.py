@@ -14,12 +14,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import Busy
 from bosun.core.fileio import FORMAT_VERSION, write_text_atomic
 from bosun.core.paths import check_run_id, locks_dir
 from bosun.proc import pid_alive, process_start_time
+
+if TYPE_CHECKING:
+    from bosun.store.db import Store
 
 _held: dict[str, int] = {}  # run id -> re-entrancy depth in this process
 
@@ -137,3 +140,14 @@ def concurrency_slot(
                 "or raise max_concurrent_runs (1..32)",
             )
         time.sleep(poll_s)
+
+
+# The worker's process group, next to the lock's owner: `bosun cancel` signals it and recovery after a
+# crash kills it. This module is the one writer of ``worker_pid``.
+def record_worker(store: Store, run_id: str, pid: int) -> None:
+    store.merge_data(run_id, worker_pid=pid)
+
+
+def forget_worker(store: Store, run_id: str) -> None:
+    """The group is gone: a pid kept past it could name someone else's process later."""
+    store.merge_data(run_id, worker_pid=None)

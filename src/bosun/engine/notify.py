@@ -20,13 +20,13 @@ from bosun.core.errors import BosunError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 RUNNING = frozenset({"prepared", "working", "worked"})
 
 
-def notify_run(ctx: Ctx, run_id: str) -> list[str]:
+def notify_run(ctx: RunContext, run_id: str) -> list[str]:
     """Notify about ``run_id`` if it stopped; returns what was done (for tests and logs)."""
     try:
         run = ctx.store.require_run(run_id)

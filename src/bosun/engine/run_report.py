@@ -18,7 +18,7 @@ from bosun.parents.meter import measured_receipt
 from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 
@@ -50,7 +50,7 @@ def _changed_paths(diff_text: str) -> list[str]:
     return out
 
 
-def build_metrics(ctx: Ctx, run: Run) -> dict[str, Any]:
+def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
     rdir = paths.run_dir(run.id)
     settings = ctx.settings(Path(run.repo))
     data = run.data
@@ -92,7 +92,7 @@ def build_metrics(ctx: Ctx, run: Run) -> dict[str, Any]:
     }
 
 
-def write_report(ctx: Ctx, run: Run) -> dict[str, Any]:
+def write_report(ctx: RunContext, run: Run) -> dict[str, Any]:
     rdir = paths.run_dir(run.id)
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
@@ -102,7 +102,7 @@ def write_report(ctx: Ctx, run: Run) -> dict[str, Any]:
     return metrics
 
 
-def render_markdown(ctx: Ctx, run: Run, metrics: dict[str, Any]) -> str:
+def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     rdir = paths.run_dir(run.id)
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
     verification = read_json(rdir / record.VERIFICATION, {}) or {}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core.contract import Mode, TaskContract
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 DEFAULT_MIN_DIFF_LINES = 40
@@ -129,7 +129,7 @@ def should_review(profile: Any, diff_text: str, min_lines: int) -> bool:
     return bool(profile.self_review) and changed >= min_lines
 
 
-def run_self_review(ctx: Ctx, run: Run, task: TaskContract, diff: bytes, digest: str,
+def run_self_review(ctx: RunContext, run: Run, task: TaskContract, diff: bytes, digest: str,
                     verification: dict[str, Any]) -> dict[str, Any] | None:
     """Run the review turn if the profile asks for it and the diff is big enough; record review.json.
     None when the profile has no self-review; a "skipped" record when the diff is too small."""

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from bosun.core.errors import BosunError
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
+    from bosun.store.db import Store
 
 
 class RunStopped(Exception):
@@ -32,7 +33,7 @@ class RunStopped(Exception):
 
 
 @contextmanager
-def recorded(ctx: Ctx, run_id: str, expected: str) -> Iterator[None]:
+def recorded(ctx: RunContext, run_id: str, expected: str) -> Iterator[None]:
     """Run a phase of a run in state ``expected``; a ``RunStopped`` it raises is recorded here."""
     try:
         yield
@@ -41,3 +42,10 @@ def recorded(ctx: Ctx, run_id: str, expected: str) -> Iterator[None]:
         ctx.store.transition(run_id, expected, stop.to, stop.reason[:500])
         if stop.raises:
             raise (stop.cause or stop.error) from None
+
+
+def clear_error(store: Store, run_id: str) -> None:
+    """The run goes on (worked again, verified, approved, landed, discarded on purpose): an error
+    recorded on its way here is history, kept by the transition log. This module is the one writer of
+    ``error``: a stop records it, this clears it."""
+    store.merge_data(run_id, error=None)

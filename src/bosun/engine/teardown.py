@@ -14,15 +14,17 @@ from bosun.core import paths, states
 from bosun.core.errors import BadInput, BosunError
 from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks
-from bosun.engine.context import Ctx, leftover_diff
+from bosun.engine.context import RunContext, leftover_diff
+from bosun.engine.stops import RunStopped, clear_error, recorded
 
 if TYPE_CHECKING:
+    from bosun.store.db import Store
     from bosun.store.run import Run
 
 CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
 
 
-def cleanup(ctx: Ctx, run_id: str, force: bool = False) -> Run:
+def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
     """Remove the worktree and branch of an integrated or discarded run."""
     from bosun.engine.worktrees import close_worktree
     from bosun.isolation.worktree import remove_worktree
@@ -97,7 +99,13 @@ def cancelled_error(run_id: str) -> dict[str, str]:
     }
 
 
-def cancel(ctx: Ctx, run_id: str) -> Run:
+def request_cancel(store: Store, run_id: str, requested: bool = True) -> None:
+    """Ask the process driving a working run to stop it (or, at the start of work, clear an old ask).
+    This module is the one writer of ``cancel_requested``; the worker loop polls it."""
+    store.merge_data(run_id, cancel_requested=requested)
+
+
+def cancel(ctx: RunContext, run_id: str) -> Run:
     """Stop a running worker (its whole process group) and mark the run cancelled.
 
     Returns once the worker is gone. When the bosun process that owns a working run has not stopped
@@ -105,15 +113,17 @@ def cancel(ctx: Ctx, run_id: str) -> Run:
     `bosun show` confirms the cancellation when it lands."""
     run = ctx.store.require_run(run_id)
     if run.state == states.WORKING:
-        ctx.store.merge_data(run_id, cancel_requested=True)
+        request_cancel(ctx.store, run_id)
         pid = run.data.worker_pid
         owner = locks.read_owner(run_id)
         _signal_group(pid, signal.SIGTERM)
         # The bosun process driving the worker records the cancellation itself; if it is dead we do.
         if not locks.owner_alive(owner):
             _reap_group(pid)
-            ctx.store.merge_data(run_id, error=cancelled_error(run_id), worker_pid=None)
-            ctx.store.transition(run_id, states.WORKING, states.CANCELLED, "cancelled (no live bosun process)")
+            locks.forget_worker(ctx.store, run_id)
+            with recorded(ctx, run_id, states.WORKING):
+                raise RunStopped(states.CANCELLED, BosunError(**cancelled_error(run_id)),
+                                 "cancelled (no live bosun process)", raises=False)
             return ctx.store.require_run(run_id)
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline and ctx.store.require_run(run_id).state == states.WORKING:
@@ -130,8 +140,8 @@ def cancel(ctx: Ctx, run_id: str) -> Run:
         return run
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        ctx.store.transition(run_id, run.state, states.CANCELLED, "cancelled")
-        ctx.store.merge_data(run_id, error=cancelled_error(run_id))
+        with recorded(ctx, run_id, run.state):
+            raise RunStopped(states.CANCELLED, BosunError(**cancelled_error(run_id)), "cancelled", raises=False)
         return ctx.store.require_run(run_id)
 
 
@@ -156,14 +166,14 @@ def _reap_group(pid: Any) -> None:
         time.sleep(0.05)
 
 
-def discard(ctx: Ctx, run_id: str) -> Run:
+def discard(ctx: RunContext, run_id: str) -> Run:
     run = ctx.store.require_run(run_id)
     if run.state in (states.INTEGRATED, states.REPORTED):
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
     if run.state not in (states.CANCELLED, states.CLEANED):
         cancel(ctx, run_id)
     run = cleanup(ctx, run_id, force=True)
-    ctx.store.merge_data(run_id, error=None)  # discarded on purpose: nothing is wrong with the run now
+    clear_error(ctx.store, run_id)  # discarded on purpose: nothing is wrong with the run now
     return ctx.store.require_run(run_id)
 
 

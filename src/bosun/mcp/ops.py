@@ -21,7 +21,7 @@ from bosun.core.errors import BadInput, BosunError, Busy
 
 if TYPE_CHECKING:
     from bosun.core.result_types import RunResult
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 # The background loop has stopped and the parent has something to read or decide.
@@ -43,10 +43,10 @@ def run_guard(run_id: str) -> Iterator[None]:
 
 
 def ctx() -> Any:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
-    return Ctx(open_store())
+    return RunContext(open_store())
 
 
 def repo_path(repo: str | None, default: Path) -> Path:
@@ -83,7 +83,7 @@ def load_task(task: dict[str, Any] | None, task_path: str | None, repo: Path) ->
     return contract_from_mapping(task, "task")
 
 
-def delegate(c: Ctx, repo: Path, task: Any, profile: str | None, auto_approve: bool,
+def delegate(c: RunContext, repo: Path, task: Any, profile: str | None, auto_approve: bool,
              parent_note: dict[str, Any] | None, task_source: str | None = None) -> dict[str, Any]:
     """Prepare the run here (so bad input fails at once), then hand the loop to a detached process."""
     from bosun.core.paths import run_dir
@@ -156,7 +156,7 @@ def is_done(run: Run) -> bool:
 # --- the parent's review ended -------------------------------------------------------------------
 
 
-def end_review(c: Ctx, run_id: str) -> None:
+def end_review(c: RunContext, run_id: str) -> None:
     """Read the parent's tokens since delegate once, and refresh the receipt with them."""
     from bosun.engine.run_report import write_report
     from bosun.parents.meter import finish
@@ -175,13 +175,13 @@ def end_review(c: Ctx, run_id: str) -> None:
 # --- the other verbs ----------------------------------------------------------------------------
 
 
-def run_json(c: Ctx, run_id: str) -> RunResult:
+def run_json(c: RunContext, run_id: str) -> RunResult:
     from bosun.engine.results import run_result
 
     return run_result(c.store.require_run(run_id))
 
 
-def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None,
+def approve(c: RunContext, run_id: str, waive: list[str] | None, reason: str | None, review: dict[str, Any] | None,
             acknowledge: list[str] | None = None) -> RunResult:
     """Approve for the parent. A run that needs review lands only when ``acknowledge`` names every one
     of its reason codes: the parent's word that its person said yes, recorded as ``by: parent``."""
@@ -207,7 +207,7 @@ def approve(c: Ctx, run_id: str, waive: list[str] | None, reason: str | None, re
     return run_json(c, run.id)
 
 
-def _needs_review(c: Ctx, run_id: str, err: BosunError) -> BosunError:
+def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
     """The engine's refusal, said to a parent: a person decides, the parent only carries their word."""
     from bosun.core.errors import NeedsReview
     from bosun.engine import verdict
@@ -225,7 +225,7 @@ def _needs_review(c: Ctx, run_id: str, err: BosunError) -> BosunError:
     return out
 
 
-def integrate(c: Ctx, run_id: str, reverify: bool) -> RunResult:
+def integrate(c: RunContext, run_id: str, reverify: bool) -> RunResult:
     from bosun.engine.lifecycle import integrate as do_integrate
     from bosun.engine.lifecycle import report
 
@@ -236,7 +236,7 @@ def integrate(c: Ctx, run_id: str, reverify: bool) -> RunResult:
     return run_json(c, run.id)
 
 
-def discard(c: Ctx, run_id: str) -> RunResult:
+def discard(c: RunContext, run_id: str) -> RunResult:
     from bosun.engine.teardown import discard as do_discard
 
     with run_guard(run_id):
@@ -244,7 +244,7 @@ def discard(c: Ctx, run_id: str) -> RunResult:
         return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
 
 
-def cancel(c: Ctx, run_id: str) -> RunResult:
+def cancel(c: RunContext, run_id: str) -> RunResult:
     from bosun.engine.teardown import cancel as do_cancel
 
     run = c.store.require_run(run_id)
@@ -267,7 +267,7 @@ def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:
             time.sleep(0.2)
 
 
-def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
+def diff(c: RunContext, run_id: str, stat_only: bool) -> dict[str, Any]:
     from bosun.core.paths import run_dir
     from bosun.engine.run_report import diff_stats
 
@@ -279,7 +279,7 @@ def diff(c: Ctx, run_id: str, stat_only: bool) -> dict[str, Any]:
     return {"id": run_id, "diff_sha256": run.diff_sha256, "stats": diff_stats(text), "diff": None if stat_only else text}
 
 
-def history(c: Ctx, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
+def history(c: RunContext, search: str | None, state: str | None, limit: int) -> dict[str, Any]:
     from bosun.core.states import STATES
     from bosun.engine.results import list_item
 
@@ -304,7 +304,7 @@ def workers(repo: Path) -> dict[str, Any]:
 # --- plans ---------------------------------------------------------------------------------------
 
 
-def plan_run(c: Ctx, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
+def plan_run(c: RunContext, repo: Path, plan: dict[str, Any] | None, plan_path: str | None, profile: str | None,
              patience_s: float = 45.0) -> dict[str, Any]:
     """Validate the plan here, then run it in a detached process; returns once the plan has an id."""
     from bosun.core.fileio import write_text_atomic
@@ -349,7 +349,7 @@ def plan_run(c: Ctx, repo: Path, plan: dict[str, Any] | None, plan_path: str | N
     raise BosunError("the plan did not start", f"its output: {tail or '(none)'}", code="PLAN_NOT_STARTED")
 
 
-def plan_status(c: Ctx, plan_id: Any) -> dict[str, Any]:
+def plan_status(c: RunContext, plan_id: Any) -> dict[str, Any]:
     from bosun.plans.ids import check_plan_id
     from bosun.plans.status import plan_result
     from bosun.store.plans import PlanStore

@@ -21,10 +21,10 @@ from bosun.plans.validate import PlanInvalid, check_plan
 from bosun.store.plans import PlanStore
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
 
-def continue_plan(ctx: Ctx, plan_id: str, fixed: model.Plan | None = None, resume: bool = False) -> dict[str, Any]:
+def continue_plan(ctx: RunContext, plan_id: str, fixed: model.Plan | None = None, resume: bool = False) -> dict[str, Any]:
     """Run a paused, failed or cancelled plan again (or one whose process died), optionally with a
     fixed plan file. Merged tasks are never run again; failed and conflicting tasks start afresh."""
     pstore = PlanStore(ctx.store)
@@ -44,7 +44,7 @@ def continue_plan(ctx: Ctx, plan_id: str, fixed: model.Plan | None = None, resum
         return drive(ctx, plan_id, allowed=(model.RUNNING, model.PAUSED, model.FAILED, model.CANCELLED), reason=what)
 
 
-def _reset_stopped_tasks(ctx: Ctx, plan_id: str) -> None:
+def _reset_stopped_tasks(ctx: RunContext, plan_id: str) -> None:
     pstore = PlanStore(ctx.store)
     for pt in pstore.tasks(plan_id):
         if pt["state"] in (model.T_FAILED, model.T_CONFLICT, model.T_CANCELLED):
@@ -55,7 +55,7 @@ def _reset_stopped_tasks(ctx: Ctx, plan_id: str) -> None:
                                event=f"reset from {pt['state']}: it runs again")
 
 
-def _apply_fixed_plan(ctx: Ctx, row: dict[str, Any], fixed: model.Plan) -> None:
+def _apply_fixed_plan(ctx: RunContext, row: dict[str, Any], fixed: model.Plan) -> None:
     plan_id = row["id"]
     pstore = PlanStore(ctx.store)
     problems, waves = check_plan(fixed)
@@ -89,7 +89,7 @@ def _apply_fixed_plan(ctx: Ctx, row: dict[str, Any], fixed: model.Plan) -> None:
     write_json_atomic(plan_dir(plan_id) / "plan.json", {"plan_id": plan_id, "document": fixed.document})
 
 
-def cancel_plan(ctx: Ctx, plan_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+def cancel_plan(ctx: RunContext, plan_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
     """Stop the plan's running workers (``teardown.cancel``) and mark it cancelled; merged work stays
     in the integration branch. Waits for the process driving it to stop, then drops unmerged runs."""
     from bosun.engine import teardown
@@ -123,7 +123,7 @@ def cancel_plan(ctx: Ctx, plan_id: str, timeout_s: float = 60.0) -> dict[str, An
     return pstore.require_plan(plan_id)
 
 
-def abort_plan(ctx: Ctx, plan_id: str) -> dict[str, Any]:
+def abort_plan(ctx: RunContext, plan_id: str) -> dict[str, Any]:
     """Remove every worktree and branch the plan made (run records stay); the plan ends ``aborted``."""
     from bosun.isolation.worktree import remove_worktree
 

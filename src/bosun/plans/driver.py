@@ -18,6 +18,7 @@ from bosun.core import states
 from bosun.core.errors import BosunError, Busy, Conflict, InvalidTransition
 from bosun.core.fileio import write_json_atomic
 from bosun.engine import locks
+from bosun.engine.integration import record_landing
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.ids import check_plan_id, plan_dir, plan_of, wave_base_ref
@@ -29,10 +30,10 @@ from bosun.store.db import Store
 from bosun.store.plans import PlanStore
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
 
-def drive(ctx: Ctx, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), reason: str = "") -> dict[str, Any]:
+def drive(ctx: RunContext, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), reason: str = "") -> dict[str, Any]:
     """Advance the plan as far as it goes; returns the plan row (state running only if interrupted)."""
     pstore = PlanStore(ctx.store)
     check_plan_id(plan_id)
@@ -80,7 +81,7 @@ def drive(ctx: Ctx, plan_id: str, allowed: tuple[str, ...] = (model.RUNNING,), r
 class WaveDriver:
     """Advances one plan, wave by wave, in the process that holds its lock."""
 
-    def __init__(self, ctx: Ctx, plan_id: str) -> None:
+    def __init__(self, ctx: RunContext, plan_id: str) -> None:
         self.ctx = ctx
         self.plan_id = plan_id
         self.ps = PlanStore(ctx.store)
@@ -290,7 +291,8 @@ class WaveDriver:
             plan_git.move_branch(self.repo, self.branch, new, head)
         if run.state == states.APPROVED:
             store.update_run(run_id, merged_commit=new)
-            store.merge_data(run_id, landing_commit=landing, plan_id=self.plan_id, plan_task=tid)
+            store.merge_data(run_id, plan_id=self.plan_id, plan_task=tid)
+            record_landing(store, run_id, landing)
             store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {self.branch} at {new[:12]}")
         ps.update_task(self.plan_id, tid, state=model.T_MERGED, merged_commit=new,
                        event=f"merged into {self.branch} at {new[:12]}", event_data={"commit": new})

@@ -50,11 +50,11 @@ from bosun.plans.validate import PlanInvalid, validated
 from bosun.store.plans import PlanStore
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
 
 def start_plan(
-    ctx: Ctx,
+    ctx: RunContext,
     plan: model.Plan,
     repo_path: Path,
     profile: str | None = None,

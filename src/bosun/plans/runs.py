@@ -13,10 +13,10 @@ from bosun.core.errors import BosunError
 from bosun.store.db import Store
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
 
-def discard_run(ctx: Ctx, run_id: str, report: bool = True) -> None:
+def discard_run(ctx: RunContext, run_id: str, report: bool = True) -> None:
     """Remove a run's worktree and branch, keeping its record (and its diff, as final.patch)."""
     from bosun.engine import lifecycle, teardown
 
@@ -60,11 +60,11 @@ def lower_priority() -> None:
 def finish_run(db_path: Path, overrides: Any, run_id: str) -> None:
     """Background: report a merged run and remove its worktree (its work is in the integration branch)."""
     from bosun.engine import lifecycle, teardown
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
 
     store = Store(db_path)
     try:
-        ctx = Ctx(store, overrides)
+        ctx = RunContext(store, overrides)
         run = store.get_run(run_id)
         if run and run.state == states.INTEGRATED:
             lifecycle.report(ctx, run_id)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bosun.core import states
 from bosun.core.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.engine import locks
+from bosun.engine.stops import RunStopped, recorded
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.runs import discard_run, note_on_run
@@ -58,12 +59,12 @@ class TaskRunner:
         self.contract = self.spec.contract
 
     def run(self) -> str:
-        from bosun.engine.context import Ctx
+        from bosun.engine.context import RunContext
 
         store = Store(self.wave.db_path)
         self.holding = False
         try:
-            self.ctx = Ctx(store, self.wave.settings_overrides)
+            self.ctx = RunContext(store, self.wave.settings_overrides)
             self.ps = PlanStore(store)
             return self._loop()
         finally:
@@ -232,8 +233,8 @@ class TaskRunner:
         except Rejected as exc:
             current = self.ctx.store.require_run(run.id)
             if current.state == states.VERIFIED:
-                self.ctx.store.merge_data(run.id, error=exc.to_dict())
-                self.ctx.store.transition(run.id, states.VERIFIED, states.REJECTED, "approval refused: " + exc.message[:300])
+                with recorded(self.ctx, run.id, states.VERIFIED):
+                    raise RunStopped(states.REJECTED, exc, "approval refused: " + exc.message[:300], raises=False) from None
 
     def _waits_for_review(self, run: Run, pt: dict[str, Any]) -> bool:
         """A verified run whose verdict needs a person's review does not land on the plan's say-so: the
@@ -258,8 +259,8 @@ class TaskRunner:
             ensure_may_land(run)  # landable, or its review reasons acknowledged by a person
             commit, digest = plan_git.build_landing(run, self.contract, self.plan_id, self.task_id)
         except BosunError as exc:
-            self.ctx.store.merge_data(run.id, error=exc.to_dict())
-            self.ctx.store.transition(run.id, states.APPROVED, states.REJECTED, "landing commit failed: " + exc.message[:300])
+            with recorded(self.ctx, run.id, states.APPROVED):
+                raise RunStopped(states.REJECTED, exc, "landing commit failed: " + exc.message[:300], raises=False) from None
             return False
         self._set(state=model.T_READY, data={"landing": {"run": run.id, "commit": commit, "diff_sha256": digest},
                                              "review": None},

@@ -37,14 +37,14 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "plan_task": ("plans.driver",),
     # the worker step
     "bosun_pid": ("engine.lifecycle",),
-    "worker_pid": ("engine.attempts", "engine.teardown"),
+    "worker_pid": ("engine.locks",),
     "worker_window": ("engine.lifecycle",),
     "sandbox": ("engine.attempts",),
     "live_usage": ("engine.budget",),
     "worker": ("engine.lifecycle",),
     "usage": ("engine.lifecycle",),
     "user_git_tampered": ("engine.lifecycle",),
-    "cancel_requested": ("engine.lifecycle", "engine.teardown", "cli.agent_serve"),
+    "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
     "verification_passed": ("engine.lifecycle",),
     "gates_ok": ("engine.lifecycle",),
@@ -55,13 +55,13 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "read_only_violation": ("engine.approval",),
     "answer_verified": ("engine.approval",),
     # approval and landing
-    "acknowledged": ("engine.approval", "engine.lifecycle"),
+    "acknowledged": ("engine.approval",),
     "review": ("engine.approval",),
     "waivers": ("engine.approval",),
     "approved_diff_sha256": ("engine.approval",),
     "approved_tree": ("engine.approval",),
     "reverified": ("engine.integration",),
-    "landing_commit": ("engine.integration", "plans.driver"),
+    "landing_commit": ("engine.integration",),
     "landing_author_note": ("engine.integration",),
     "records_removed_at": ("engine.gc",),
     # the parent side (MCP's background driver)
@@ -69,9 +69,8 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "driver_start": ("mcp.ops",),
     "parent_meter": ("mcp.ops",),
     "parent_measured": ("mcp.ops",),
-    # how the run stopped, when it did not succeed (one writer per stop: see each module)
-    "error": ("engine.stops", "engine.lifecycle", "engine.approval", "engine.integration", "engine.teardown",
-              "plans.task_runner"),
+    # how the run stopped, when it did not succeed: recorded by a stop, cleared when the run goes on
+    "error": ("engine.stops",),
 }
 
 

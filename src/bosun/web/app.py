@@ -29,7 +29,7 @@ from bosun.web.html import e, layout
 from bosun.web.security import Guard, allowed_hosts
 
 if TYPE_CHECKING:
-    from bosun.engine.context import Ctx
+    from bosun.engine.context import RunContext
     from bosun.store.run import Run
 
 STATIC = Path(__file__).parent / "static"
@@ -151,7 +151,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         if rid is None:
             return _not_found()
         verb = request.path_params["verb"]
-        from bosun.engine.context import Ctx
+        from bosun.engine.context import RunContext
         from bosun.engine.lifecycle import approve
         from bosun.engine.teardown import discard
 
@@ -160,7 +160,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         reviewed = _form_field(await request.body(), "reviewed")
 
         def call() -> Run:
-            c = Ctx(stores.get())
+            c = RunContext(stores.get())
             if verb == "discard":
                 return discard(c, rid)
             return approve(c, rid, **_acknowledgment(c, rid, reviewed))
@@ -205,7 +205,7 @@ def _form_field(body: bytes, name: str) -> str:
     return values[0]
 
 
-def _acknowledgment(c: Ctx, run_id: str, reviewed: str) -> dict[str, Any]:
+def _acknowledgment(c: RunContext, run_id: str, reviewed: str) -> dict[str, Any]:
     """The approve button is a person: it acknowledges a run's review reasons, but only those the run
     page showed them (the form's ``reviewed``); reasons the page did not show are refused, not assumed."""
     from bosun.core.errors import NeedsReview

@@ -54,7 +54,7 @@ def test_runs_table_updates_live_while_a_run_progresses(env: Any, tmp_path: Path
             assert page.locator("tr[data-run]").count() == before + 1
         finally:
             worker.join(120)
-        run_id = done["run"]["id"]
+        run_id = done["run"].id
         page.wait_for_selector(f'tr[data-run="{run_id}"][data-state="verified"]', timeout=20000)
         assert page.evaluate("window.__notReloaded") is True  # updated in place, not reloaded
         page.screenshot(path=str(tmp_path / "screens" / "runs-verified.png"))
@@ -69,7 +69,7 @@ def expect(locator: Any) -> Any:
 
 def test_filters_and_search(env: Any, tmp_path: Path) -> None:
     home, made = env
-    ok, bad = made["ok"]["id"], made["bad"]["id"]
+    ok, bad = made["ok"].id, made["bad"].id
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
         page.goto(base + "/")
         page.fill("input[name=q]", "adder")
@@ -88,13 +88,13 @@ def test_filters_and_search(env: Any, tmp_path: Path) -> None:
 def test_run_page_shows_diff_and_gates(env: Any, tmp_path: Path) -> None:
     home, made = env
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(f"{base}/runs/{made['bad']['id']}")
+        page.goto(f"{base}/runs/{made['bad'].id}")
         assert page.locator(".dl-add").first.is_visible()
         failed = page.locator("tr.gate", has_text="FAILED")
         assert failed.count() >= 1 and failed.first.is_visible()
         page.screenshot(path=str(tmp_path / "screens" / "run-rejected.png"), full_page=True)
         page.emulate_media(color_scheme="dark")
-        page.goto(f"{base}/runs/{made['ok']['id']}")
+        page.goto(f"{base}/runs/{made['ok'].id}")
         bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert bg == "rgb(15, 23, 32)"  # the dark palette
         page.screenshot(path=str(tmp_path / "screens" / "run-dark.png"), full_page=True)

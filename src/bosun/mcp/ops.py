@@ -241,7 +241,7 @@ def discard(c: RunContext, run_id: str) -> RunResult:
 
     with run_guard(run_id):
         end_review(c, run_id)
-        return run_json(c, _retry_busy(lambda: do_discard(c, run_id))["id"])
+        return run_json(c, _retry_busy(lambda: do_discard(c, run_id)).id)
 
 
 def cancel(c: RunContext, run_id: str) -> RunResult:
@@ -252,7 +252,7 @@ def cancel(c: RunContext, run_id: str) -> RunResult:
         return run_json(c, run_id)
     with run_guard(run_id):
         end_review(c, run_id)
-        return run_json(c, _retry_busy(lambda: do_cancel(c, run_id))["id"])
+        return run_json(c, _retry_busy(lambda: do_cancel(c, run_id)).id)
 
 
 def _retry_busy(fn: Any, patience_s: float = 10.0) -> Any:

@@ -21,7 +21,7 @@ demo: $(STAMP)
 # against the replay server) and one real worker CLI per wire API: Chat Completions (Pi), Responses
 # (Codex), Anthropic Messages (Claude Code), Gemini (Gemini CLI). With BOSUN_TEST_ALL=1 (CI sets it):
 # every end-to-end test through every real worker CLI. Not -q: with -n, pytest-xdist then prints
-# "bringing up nodes..." twice when stdout is not a terminal (tests/unit/test_make_targets.py).
+# "bringing up nodes..." twice when stdout is not a terminal (tests/project/test_make_targets.py).
 test: $(STAMP)
 	@export BOSUN_CLI_BIN="$$(scripts/install-worker-clis.sh | tail -n 1)"; \
 	 $(BIN)/ruff check src tests bench && $(BIN)/mypy src && \

@@ -7,7 +7,7 @@ the main thread that sees every call into and return from a bosun function. From
 * ``imported``: bosun modules in ``sys.modules`` after the run (what start-up and the run load);
 * ``ran``: bosun modules that ran a function on the task's thread;
 * ``transitions``: changes of the executing module along the trace (calls and returns);
-* ``climbs``: transitions into a higher layer (the layers of tests/unit/test_layering.py): the
+* ``climbs``: transitions into a higher layer (the layers of tests/project/test_layering.py): the
   reader's path going back up, e.g. from ``isolation`` back to ``engine``;
 * ``engine_exits``: how often the task leaves the engine layer for a lower one and comes back.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.unit.test_layering import LAYERS, RANK, unit  # noqa: E402  (the layer table the test enforces)
+from tests.project.test_layering import LAYERS, RANK, unit  # noqa: E402  (the layer table the test enforces)
 
 DOC = ROOT / "docs" / "architecture.md"
 BEGIN, END = "<!-- trace:begin -->", "<!-- trace:end -->"

@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 
 # The layers, highest first, each made of folders under bosun/ (and the three top-level entry and
 # process modules): a module imports its own layer or one below it, never one above, and no import
-# closes a cycle. tests/unit/test_layering.py reads this and fails on an arrow back up.
+# closes a cycle. tests/project/test_layering.py reads this and fails on an arrow back up.
 LAYERS = (
     ("entry", ("__main__", "launch", "cli")),
     ("apps", ("apps", "mcp", "web", "skills", "replay")),

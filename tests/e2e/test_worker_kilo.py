@@ -1,7 +1,7 @@
 """Kilo through bosun end to end: the real CLI, bosun's ReplayServer as the model, `bosun delegate`.
 
 Kilo takes 10-15 s to start, so only the fix (with a denied `git commit`) and one provider failure run
-here; the parsing of its other failures is covered by the recorded streams (tests/unit/test_parse_kilo.py).
+here; the parsing of its other failures is covered by the recorded streams (tests/workers/test_parse_kilo.py).
 """
 
 from __future__ import annotations

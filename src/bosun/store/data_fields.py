@@ -1,7 +1,7 @@
-"""Every key of a run's ``data`` record, with the one module (or the few) that may write it.
+"""Every key of a run's ``data`` record, with the one module that may write it.
 
 ``Store.merge_data`` refuses a key that is not here, so a new field is declared before it is
-written, and ``tests/unit/test_run_data.py`` checks every ``merge_data(key=...)`` call against its
+written, and ``tests/store/test_run_data.py`` checks every ``merge_data(key=...)`` call against its
 writers and these keys against the typed shape readers see (``store.run.RunData``). Written at
 prepare (``insert_run``) means ``engine/lifecycle.py:prepare`` set it once when the run was created.
 Plain data, no imports: the store's fast read paths import this module.

@@ -75,6 +75,21 @@ def test_the_folders_are_the_layers():
     assert len(RANK) == sum(len(units) for _, units in LAYERS)  # a folder is in exactly one layer
 
 
+# The tests mirror the source: tests/<unit>/ holds the tests of src/bosun/<unit> (a folder, or the loose
+# proc.py). Only the end-to-end tests, their fixtures and the whole-project checks are not a unit.
+NOT_UNITS = {"e2e", "fixtures", "project"}
+
+
+def test_the_test_folders_mirror_the_source():
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    strays = sorted(folders - NOT_UNITS - (set(RANK) - {"__init__"}))
+    assert not strays, f"name each test folder for the src/bosun folder or module it tests: {strays}"
+    assert not list(tests.glob("test_*.py")), "a test file goes into the folder of its unit"
+    plain = sorted(name for name in folders - {"fixtures"} if not (tests / name / "__init__.py").is_file())
+    assert not plain, f"test folders are packages (tests.<folder>.<module>): add __init__.py to {plain}"
+
+
 def test_the_architecture_doc_names_the_layers_in_order():
     doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
     line = next(ln for ln in doc.splitlines() if ln.startswith("Layers, highest first:"))

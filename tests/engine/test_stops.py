@@ -10,7 +10,7 @@ import pytest
 from bosun.core.errors import BosunError, TimedOut
 from bosun.engine.stops import RunStopped, recorded
 from bosun.store.db import Store
-from tests.unit.test_store import _run
+from tests.store.test_store import _run
 
 
 def _ctx(tmp_path, state):

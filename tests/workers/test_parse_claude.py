@@ -10,7 +10,7 @@ from bosun.workers.base import ErrorClass, Usage
 from bosun.workers.classify import classify_http as error_class_for
 from bosun.workers.claude import MIN_VERSION, build_argv, build_env, deny_rules, new_parser
 from bosun.workers.sdk_stream import SdkStreamParser, sdk_usage
-from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
+from tests.workers.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str) -> tuple[SdkStreamParser, list[dict]]:

@@ -14,7 +14,7 @@ from bosun.workers.acp import AcpWorker
 from bosun.workers.acp_policy import answer, decide
 from bosun.workers.base import ErrorClass, Permissions, WorkerResult
 from bosun.workers.registry import get_worker
-from tests.unit.parse_support import make_ctx
+from tests.workers.parse_support import make_ctx
 
 AGENT = Path(__file__).resolve().parent.parent / "fixtures" / "acp_agent.py"
 

@@ -9,7 +9,7 @@ import pytest
 
 from bosun.workers.base import ErrorClass
 from bosun.workers.gemini import MIN_VERSION, GeminiParser, approval_mode, build_argv, build_env
-from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
+from tests.workers.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str) -> tuple[GeminiParser, list[dict]]:

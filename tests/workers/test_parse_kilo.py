@@ -9,7 +9,7 @@ import pytest
 from bosun.workers.base import ErrorClass
 from bosun.workers.kilo import MIN_VERSION, KiloWorker, kilo_log_dir
 from bosun.workers.opencode_kit import OpenCodeParser
-from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
+from tests.workers.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str):

@@ -16,7 +16,7 @@ import pytest
 
 from bosun.gates.testharness import check_test_harness
 from bosun.gates.tests_weakened import check_tests_weakened
-from tests.unit.test_gates_checks import Change
+from tests.gates.test_checks import Change
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "test_gate_corpus"
 GATES_MD = Path(__file__).resolve().parents[2] / "docs" / "gates.md"

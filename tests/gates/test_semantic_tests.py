@@ -11,7 +11,7 @@ import pytest
 from bosun.core.changes import GateResult
 from bosun.gates.testharness import check_test_harness
 from bosun.gates.tests_weakened import check_tests_weakened
-from tests.unit.test_gates_checks import Change
+from tests.gates.test_checks import Change
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 

@@ -19,7 +19,7 @@ from bosun.workers.codex import (
     stderr_denials,
     unenforced,
 )
-from tests.unit.parse_support import (
+from tests.workers.parse_support import (
     FIX_USAGE,
     STREAMS,
     feed,

@@ -9,7 +9,7 @@ import pytest
 from bosun.workers.base import ErrorClass, Usage
 from bosun.workers.qwen import MIN_VERSION, build_argv, build_env, new_parser, qwen_settings
 from bosun.workers.sdk_stream import SdkStreamParser
-from tests.unit.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
+from tests.workers.parse_support import FIX_USAGE, feed, make_ctx, result_of, same_tokens, stream, usage_sum
 
 
 def parse(case: str, baseline: Usage | None = None) -> tuple[SdkStreamParser, list[dict]]:

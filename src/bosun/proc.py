@@ -21,11 +21,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
+
+from bosun.core.pipes import BoundedBuffer, PipeReader
 
 if TYPE_CHECKING:
     from bosun.sandbox import Confinement
@@ -53,9 +54,6 @@ BASE_ENV_ALLOWLIST = (
 )
 ENV_PREFIX_ALLOWLIST = ("LC_",)
 
-HEAD_BYTES = 64 * 1024
-TAIL_BYTES = 192 * 1024
-MAX_LINE_BYTES = 8 * 1024 * 1024
 STDOUT_GRACE_S = 2.0
 KILL_GRACE_S = 1.0
 # How often a supervised step checks its timeouts and cancellation while the child runs. The child's
@@ -110,57 +108,6 @@ def run_quick(
         stdin=None if input is not None else subprocess.DEVNULL,
     )
     return QuickResult(list(argv), proc.returncode, proc.stdout, proc.stderr)
-
-
-class BoundedBuffer:
-    """Keeps the first ``head`` bytes and the last ``tail`` bytes of a stream."""
-
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
-        self._head_limit = head
-        self._tail_limit = tail
-        self._head = bytearray()
-        self._tail: deque[bytes] = deque()
-        self._tail_len = 0
-        self.total = 0
-
-    def write(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self._head_limit - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if not data:
-            return
-        self._tail.append(data)
-        self._tail_len += len(data)
-        while self._tail_len - len(self._tail[0]) >= self._tail_limit:
-            self._tail_len -= len(self._tail.popleft())
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > len(self._head) + self._tail_len
-
-    def head_text(self) -> str:
-        return bytes(self._head).decode("utf-8", "replace")
-
-    def tail_text(self, limit: int | None = None) -> str:
-        data = b"".join(self._tail)
-        if not data and not self.truncated:
-            data = bytes(self._head)
-        limit = self._tail_limit if limit is None else limit
-        return data[-limit:].decode("utf-8", "replace")
-
-    def text(self) -> str:
-        """Head and tail joined with a marker when the middle was dropped."""
-        tail = b"".join(self._tail)
-        if self.truncated:
-            dropped = self.total - len(self._head) - len(tail)
-            return (
-                bytes(self._head).decode("utf-8", "replace")
-                + f"\n[... {dropped} bytes omitted ...]\n"
-                + tail.decode("utf-8", "replace")
-            )
-        return (bytes(self._head) + tail).decode("utf-8", "replace")
 
 
 @dataclass
@@ -218,65 +165,6 @@ def terminate_group(pgid: int, grace: float = KILL_GRACE_S) -> None:
     while time.monotonic() < deadline and _group_alive(pgid):
         time.sleep(0.02)
     _kill_group(pgid, signal.SIGKILL)
-
-
-class _Reader(threading.Thread):
-    """Drains one pipe so the child never blocks; optionally splits stdout into lines."""
-
-    def __init__(
-        self,
-        fd: int,
-        buf: BoundedBuffer,
-        on_line: Callable[[str], None] | None,
-        activity: list[float],
-    ) -> None:
-        super().__init__(daemon=True)
-        self.fd = fd
-        self.buf = buf
-        self.on_line = on_line
-        self.activity = activity
-        self.partial = bytearray()
-
-    def run(self) -> None:
-        try:
-            while True:
-                try:
-                    chunk = os.read(self.fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.activity[0] = time.monotonic()
-                self.buf.write(chunk)
-                if self.on_line is not None:
-                    self._feed(chunk)
-        finally:
-            if self.on_line is not None and self.partial:
-                self._emit(bytes(self.partial))
-                self.partial.clear()
-
-    def _feed(self, chunk: bytes) -> None:
-        self.partial += chunk
-        while True:
-            nl = self.partial.find(b"\n")
-            if nl < 0:
-                break
-            line = bytes(self.partial[:nl])
-            del self.partial[: nl + 1]
-            self._emit(line)
-        if len(self.partial) > MAX_LINE_BYTES:
-            # A runaway line: hand over what we have rather than growing without bound.
-            self._emit(bytes(self.partial))
-            self.partial.clear()
-
-    def _emit(self, line: bytes) -> None:
-        assert self.on_line is not None
-        try:
-            self.on_line(line.decode("utf-8", "replace").rstrip("\r"))
-        except Exception:  # noqa: BLE001 - a parser bug must not stop draining the pipe
-            import logging
-
-            logging.getLogger("bosun.proc").exception("line callback failed")
 
 
 def run_supervised(
@@ -371,8 +259,8 @@ def _supervise(
     activity = [time.monotonic()]
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
-        _Reader(proc.stdout.fileno(), result.stdout, on_line, activity),
-        _Reader(proc.stderr.fileno(), result.stderr, None, activity),
+        PipeReader(proc.stdout.fileno(), result.stdout, on_line, activity),
+        PipeReader(proc.stderr.fileno(), result.stderr, None, activity),
     ]
     for r in readers:
         r.start()

@@ -8,10 +8,11 @@ import time
 import pytest
 
 from bosun import proc
+from bosun.core import pipes
 
 
 def test_bounded_buffer_keeps_head_and_tail():
-    buf = proc.BoundedBuffer(head=10, tail=10)
+    buf = pipes.BoundedBuffer(head=10, tail=10)
     for i in range(1000):
         buf.write(f"{i:04d}".encode())
     assert buf.total == 4000

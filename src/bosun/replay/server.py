@@ -8,13 +8,11 @@ handler threads are daemons, and open client sockets are shut down.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import socket
 import threading
 import time
-import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,14 @@ from urllib.parse import parse_qs, urlsplit
 from bosun.replay.player import ParsedRequest, Player, Reply
 from bosun.replay.protocols import AnthropicMessages, Gemini, OpenAIChat, OpenAIResponses, WireAPI
 from bosun.replay.script import Script, load_script
+from bosun.replay.wire import (
+    anthropic_models,
+    decode_body,
+    gemini_model,
+    openai_model,
+    request_headers,
+    strings_in,
+)
 
 CHAT, RESPONSES, ANTHROPIC, GEMINI = OpenAIChat(), OpenAIResponses(), AnthropicMessages(), Gemini()
 POST_ROUTES: dict[str, WireAPI] = {
@@ -50,14 +56,6 @@ BASE_ALIASES = {
     "native": "openai",
     "claude": "anthropic",
 }
-LOGGED_HEADERS = (
-    "content-type",
-    "user-agent",
-    "accept",
-    "anthropic-version",
-    "anthropic-beta",
-    "openai-beta",
-)
 MAX_BODY = 64 * 1024 * 1024
 
 
@@ -234,7 +232,7 @@ class _Exchange:
             "method": handler.command,
             "path": self.path,
             "query": self.query,
-            "headers": _headers(handler),
+            "headers": request_headers(handler),
         }
         self.raw = b""
         self.headers_sent = False
@@ -283,14 +281,14 @@ class _Exchange:
         models = self.srv.script.models
         if self.path in ("/v1/models", "/models"):
             if self._is_anthropic():
-                return self._info(200, _anthropic_models(models), "anthropic")
-            return self._info(200, {"object": "list", "data": [_openai_model(m) for m in models]}, "openai")
+                return self._info(200, anthropic_models(models), "anthropic")
+            return self._info(200, {"object": "list", "data": [openai_model(m) for m in models]}, "openai")
         if self.path == "/v1beta/models":
-            return self._info(200, {"models": [_gemini_model(m) for m in models]}, "gemini")
+            return self._info(200, {"models": [gemini_model(m) for m in models]}, "gemini")
         if self.path.startswith("/v1beta/models/"):
-            return self._info(200, _gemini_model(self.path.rsplit("/", 1)[-1]), "gemini")
+            return self._info(200, gemini_model(self.path.rsplit("/", 1)[-1]), "gemini")
         if self.path.startswith("/v1/models/"):
-            return self._info(200, _openai_model(self.path.rsplit("/", 1)[-1]), "openai")
+            return self._info(200, openai_model(self.path.rsplit("/", 1)[-1]), "openai")
         if self.path in ("/health", "/healthz"):
             return self._info(200, {"ok": True, "turns_used": self.srv.turns_used}, None)
         return self._not_found()
@@ -309,7 +307,7 @@ class _Exchange:
         self, api: WireAPI, body: dict[str, Any], model: str = "", stream: bool | None = None
     ) -> None:
         req = api.parse(body, model=model, stream=stream)
-        req.raw_len, req.raw_text = len(self.raw), "\n".join(_strings(body))
+        req.raw_len, req.raw_text = len(self.raw), "\n".join(strings_in(body))
         reply = self.srv.player.next_reply(req)
         self._describe(api, body, req, reply)
         if reply.fault is not None:
@@ -400,7 +398,7 @@ class _Exchange:
     # -- HTTP plumbing ---------------------------------------------------------------------------
     def _read_json(self) -> dict[str, Any] | None:
         try:
-            self.raw = _decode(self._read_body(), self.h.headers.get("Content-Encoding", ""))
+            self.raw = decode_body(self._read_body(), self.h.headers.get("Content-Encoding", ""))
             body = json.loads(self.raw or b"{}")
         except (ValueError, OSError) as exc:
             self._bad_request(f"replay: unreadable request body: {exc}")
@@ -465,68 +463,3 @@ class _Exchange:
     def _end_stream(self) -> None:
         self.h.wfile.write(b"0\r\n\r\n")
         self.h.wfile.flush()
-
-
-def _decode(data: bytes, encoding: str) -> bytes:
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
-        return data
-    if encoding == "gzip":
-        return gzip.decompress(data)
-    if encoding == "deflate":
-        return zlib.decompress(data)
-    raise ValueError(f"unsupported Content-Encoding {encoding!r}")
-
-
-def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
-    out = {k: handler.headers[k] for k in LOGGED_HEADERS if k in handler.headers}
-    # Which credential the client sent, never its value.
-    for key in ("authorization", "x-api-key", "x-goog-api-key"):
-        if key in handler.headers:
-            out["auth"] = key
-    return out
-
-
-def _strings(value: Any, limit: int = 200_000) -> list[str]:
-    """Every string in a JSON value, in order (for finding the working directory in prompts)."""
-    out: list[str] = []
-    stack = [value]
-    total = 0
-    while stack and total < limit:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
-            total += len(item)
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-    return out
-
-
-def _openai_model(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "replay"}
-
-
-def _anthropic_models(models: tuple[str, ...]) -> dict[str, Any]:
-    data = [
-        {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"} for m in models
-    ]
-    return {
-        "data": data,
-        "has_more": False,
-        "first_id": models[0] if models else None,
-        "last_id": models[-1] if models else None,
-    }
-
-
-def _gemini_model(name: str) -> dict[str, Any]:
-    name = name.removeprefix("models/")
-    return {
-        "name": f"models/{name}",
-        "version": "001",
-        "displayName": name,
-        "inputTokenLimit": 1_048_576,
-        "outputTokenLimit": 65_536,
-        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
-    }

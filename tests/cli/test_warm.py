@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bosun.cli.warm_server import Refused, Server, _check_store_writable, _well_formed, changed_modules
+from bosun.cli.warm_checks import Refused, check_store_writable, well_formed
+from bosun.cli.warm_server import Server, changed_modules
 from bosun.core import warm_client
 
 
@@ -55,27 +56,27 @@ def test_the_store_must_be_sent_open_for_writing_and_be_the_store(tmp_path):
     other.write_bytes(b"sqlite")
     fd = os.open(db, os.O_RDWR)
     try:
-        _check_store_writable(fd, str(db))
+        check_store_writable(fd, str(db))
     finally:
         os.close(fd)
     for path, flags in ((db, os.O_RDONLY), (db, os.O_WRONLY), (other, os.O_RDWR)):
         fd = os.open(path, flags)
         try:
             with pytest.raises(Refused):
-                _check_store_writable(fd, str(db))
+                check_store_writable(fd, str(db))
         finally:
             os.close(fd)
 
 
 def test_a_request_with_a_field_of_the_wrong_type_is_refused():
     good = {"argv": ["check", "t.yaml"], "env": {"A": "1"}, "cwd": "/", "umask": 18}
-    assert _well_formed(good) == good
+    assert well_formed(good) == good
     for bad in ({**good, "argv": "check"}, {**good, "argv": [1]}, {**good, "env": {"A": 1}},
                 {**good, "env": {"A=B": "1"}}, {**good, "env": {"A": "x\0y"}}, {**good, "argv": ["a\0"]},
                 {**good, "cwd": None}, {**good, "cwd": "/no/such/dir"}, {**good, "umask": "18"},
                 {**good, "umask": -1}, ["check"], None):
         with pytest.raises(Refused):
-            _well_formed(bad)
+            well_formed(bad)
 
 
 def test_a_changed_or_removed_module_file_is_found(tmp_path):

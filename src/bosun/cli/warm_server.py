@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import sys
 
+from bosun.cli.warm_checks import Refused, check_store_writable, receive, same_stamp, well_formed
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket as socket_module
@@ -239,27 +241,6 @@ def _remove_own(path: str, inode: int) -> None:
 # ---- in a forked copy -------------------------------------------------------------------------------
 
 
-class Refused(Exception):
-    """The copy will not run this caller's command; the caller runs it the ordinary way."""
-
-
-def _receive(conn: socket_module.socket, size: int, most: int) -> tuple[bytes, list[int]]:
-    """Up to ``size`` bytes and the descriptors sent with them (at most ``most`` kept)."""
-    import array
-    import socket
-
-    data, ancillary, _flags, _addr = conn.recvmsg(size, socket.CMSG_SPACE(8 * array.array("i").itemsize))
-    fds: list[int] = []
-    for level, kind, raw in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            received = array.array("i")
-            received.frombytes(raw[: len(raw) - len(raw) % received.itemsize])
-            fds.extend(received)
-    for extra in fds[most:]:
-        os.close(extra)
-    return data, fds[:most]
-
-
 def take_request(conn: socket_module.socket, server: Server) -> dict[str, object]:
     """Read and check the caller's request: its length, sent with bosun's store (open for writing),
     then the request itself. The caller's standard streams come only with its "go"."""
@@ -270,13 +251,13 @@ def take_request(conn: socket_module.socket, server: Server) -> dict[str, object
     conn.settimeout(REQUEST_TIMEOUT_S)
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    head, fds = _receive(conn, 4, 1)
+    head, fds = receive(conn, 4, 1)
     try:
         if uid != os.getuid():
             raise Refused("another user")
         if len(head) != 4 or len(fds) != 1:
             raise Refused("a malformed request")
-        _check_store_writable(fds[0], server.db)  # first: nothing else of a caller's is even read
+        check_store_writable(fds[0], server.db)  # first: nothing else of a caller's is even read
     finally:
         for fd in fds:
             os.close(fd)
@@ -289,57 +270,18 @@ def take_request(conn: socket_module.socket, server: Server) -> dict[str, object
         if not chunk:
             raise Refused("a request cut short")
         payload += chunk
-    request = _well_formed(json.loads(payload))
+    request = well_formed(json.loads(payload))
     from bosun.core.warm_client import PROTOCOL
 
     if request.get("protocol") != PROTOCOL or request.get("home") != server.home:
         raise Refused("another protocol or bosun home")
-    if not _same_stamp(request.get("stamp"), server.stamp):
+    if not same_stamp(request.get("stamp"), server.stamp):
         raise Refused("another bosun, Python or module path")
     stale = changed_modules(server.stamps)
     if stale:
         _ask_server_to_stop(server.home)
         raise Refused("bosun or a module it uses changed on disk: " + stale[0])
     return request
-
-
-def _well_formed(request: object) -> dict[str, object]:
-    """The request, if every field has its type: argv a list of strings, env a mapping of strings."""
-    def text(value: object) -> bool:
-        return isinstance(value, str) and "\0" not in value
-
-    ok = (isinstance(request, dict)
-          and isinstance(request.get("argv"), list) and all(text(a) for a in request["argv"])
-          and isinstance(request.get("env"), dict)
-          and all(text(k) and k and "=" not in k and text(v) for k, v in request["env"].items())
-          and text(request.get("cwd")) and isinstance(request.get("umask"), int)
-          and 0 <= request["umask"] <= 0o777)
-    if not ok or not isinstance(request, dict):
-        raise Refused("a malformed request")
-    if not os.path.isdir(request["cwd"]):
-        raise Refused("the caller's working directory is gone")
-    return request
-
-
-def _same_stamp(theirs: object, ours: dict[str, object]) -> bool:
-    """The same interpreter, flags, bosun package and module path (``warm_client.stamp``)."""
-    if not isinstance(theirs, dict):
-        return False
-    return all(theirs.get(k) == ours.get(k) for k in ("executable", "flags", "package", "path"))
-
-
-def _check_store_writable(fd: int, db: str) -> None:
-    """The caller sent bosun's store open for writing: it could do what the copy will do itself."""
-    import fcntl
-
-    try:
-        theirs = os.fstat(fd)
-        ours = os.stat(db)
-        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
-    except OSError as exc:
-        raise Refused(f"the store could not be checked ({exc})") from exc
-    if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino) or mode != os.O_RDWR:
-        raise Refused("the caller did not show it can write bosun's store")
 
 
 def _ask_server_to_stop(home: str) -> None:
@@ -481,7 +423,7 @@ def _caller_says_go(conn: socket_module.socket) -> list[int] | None:
     They come only now: descriptors in flight to a warm process that never takes them (stopped,
     swamped) would hold the caller's pipes open after the caller ran the command itself and exited."""
     try:
-        answer, fds = _receive(conn, len(GO), 3)
+        answer, fds = receive(conn, len(GO), 3)
     except OSError:
         return None
     if answer == GO and len(fds) == 3:

@@ -1,5 +1,5 @@
 """Rules about bosun's own source that a linter does not check: a swallowed error says why it is
-safe to swallow, and a suppressed lint says why it is suppressed."""
+safe to swallow, a suppressed lint says why it is suppressed, and no module grows past 500 lines."""
 
 from __future__ import annotations
 
@@ -60,3 +60,13 @@ def test_every_lint_suppression_of_a_blind_except_says_why():
             if match and len(match.group(1).strip(" -:")) < 10:
                 bare.append(f"{path.relative_to(ROOT)}:{n}")
     assert not bare, "say why the blind except is right here:\n" + "\n".join(bare)
+
+
+MAX_LINES = 500
+
+
+def test_no_source_file_is_over_500_lines():
+    """A module past 500 lines does more than one job: split it first (the brief's rule, kept here)."""
+    long = {str(p.relative_to(SRC)): n for p in sorted(SRC.rglob("*.py"))
+            if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"split these modules (lines): {long}"

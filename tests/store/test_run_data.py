@@ -1,5 +1,5 @@
 """A run's ``data`` record has its keys declared once (store/data_fields.py), with their writers:
-no module writes a key it is not declared to write, readers and the typed shape agree, and each
+no module writes a key (``merge_data`` or ``Store.write``) it is not declared to write, readers and the typed shape agree, and each
 field has exactly one writer."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def writes() -> list[tuple[str, str, int]]:
     out = []
     for name, tree in modules().items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "merge_data":
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("merge_data", "write"):
                 out += [(name, kw.arg, node.lineno) for kw in node.keywords if kw.arg is not None]
     return out
 

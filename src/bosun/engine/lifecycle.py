@@ -291,27 +291,28 @@ def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Ru
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         if run.state in (states.VERIFIED, states.REJECTED, states.APPROVED):
-            ctx.store.transition(run_id, run.state, states.WORKED, "re-verification requested")
+            ctx.store.move(run, states.WORKED, "re-verification requested")
         elif run.state != states.WORKED:
             raise InvalidTransition(
                 f"run {run_id} is {run.state!r}; verification needs a worked run", "run `bosun work` first"
             )
-        return _verify_worked(ctx, run_id, task)
+        return _verify_worked(ctx, run, task)
 
 
-def _verify_worked(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Run:
-    """The verify phase (:mod:`bosun.engine.checking`), recorded: the run ends verified when every
-    gate is green, else rejected; :mod:`bosun.engine.verdict` reads the record."""
+def _verify_worked(ctx: RunContext, run: Run, task: TaskContract | None = None) -> Run:
+    """The verify phase (:mod:`bosun.engine.checking`) on the worked run the verb holds, recorded: the
+    run ends verified when every gate is green, else rejected; :mod:`bosun.engine.verdict` reads the
+    record."""
     from bosun.engine.approval import forget_acknowledgment
     from bosun.engine.checking import check_worked
 
-    run = ctx.store.require_run(run_id)
+    run_id = run.id
     checked = check_worked(ctx, run, task or load_task(run_id))
     write_bytes_atomic(paths.run_dir(run_id) / record.DIFF, checked.diff)
     record.write_doc(run_id, record.GATES, {"gates": [g.to_dict() for g in checked.gates],
                                            "diff_sha256": checked.diff_sha256, "tree": checked.tree})
-    ctx.store.update_run(run_id, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
-    ctx.store.merge_data(run_id, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
+    ctx.store.set_columns(run, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
+    ctx.store.write(run, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
                          verified_tree=checked.tree)
     forget_acknowledgment(ctx.store, run_id)  # given for the change before this one
     with recorded(ctx, run_id, states.WORKED):
@@ -404,14 +405,14 @@ def recover(ctx: RunContext, run_id: str) -> Run:
         if run.state == states.INTERRUPTED:
             diff = read_run_change(run).diff
             if diff:
-                ctx.store.transition(run_id, states.INTERRUPTED, states.WORKED, "recover: the worker left a diff")
+                ctx.store.move(run, states.WORKED, "recover: the worker left a diff")
                 _retake_baseline(ctx, run)
-                return _verify_worked(ctx, run_id)
+                return _verify_worked(ctx, run)
             ctx.store.transition(run_id, states.INTERRUPTED, states.PREPARED, "recover: no diff; ready to work again")
             return ctx.store.require_run(run_id)
         if run.state == states.WORKED:
             _retake_baseline(ctx, run)
-            return _verify_worked(ctx, run_id)
+            return _verify_worked(ctx, run)
         raise BadInput(f"run {run_id} is {run.state!r}; nothing to recover", "`bosun show` the run")
 
 

@@ -1,6 +1,6 @@
 """A run's ``data`` record has its keys declared once (store/data_fields.py), with their writers:
-no module writes a key (``merge_data`` or ``Store.write``) it is not declared to write, readers and the typed shape agree, and each
-field has exactly one writer."""
+no module writes a key (``merge_data`` or ``Store.write``) it is not declared to write, readers and
+the typed shape agree, and each field has exactly one writer."""
 
 from __future__ import annotations
 

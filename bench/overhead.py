@@ -315,15 +315,15 @@ class Probe:
 # (module, attribute path, label): phases, then what they spend their time in (indented).
 PROBES = (
     ("bosun.core.contract", "load_contract", "load task contract"),
-    ("bosun.engine.lifecycle", "prepare", "prepare (phase)"),
+    ("bosun.engine.phases", "prepare", "prepare (phase)"),
     ("bosun.isolation.worktree", "create_worktree", "  create_worktree"),
     ("bosun.isolation.change", "create_view", "  create_view (bosun's own git dir)"),
     ("bosun.isolation.snapshot", "snapshot_commit", "  snapshot_commit"),
     ("bosun.isolation.snapshot", "uncommitted_state", "  uncommitted_state (prepare + gates)"),
-    ("bosun.engine.lifecycle", "work", "work (phase)"),
+    ("bosun.engine.phases", "attempt", "attempt (phase)"),
     ("bosun.isolation.guard", "install_guard", "  install_guard"),
     ("bosun.workers.command", "CommandWorker.run", "  worker process"),
-    ("bosun.engine.lifecycle", "verify", "verify (phase)"),
+    ("bosun.engine.phases", "verify", "verify (phase)"),
     ("bosun.isolation.lingering", "stop_lingering", "  stop_lingering (nothing of the worker alive)"),
     ("bosun.isolation.change", "read_change", "  scan (bosun's view: the change as a tree)"),
     ("bosun.isolation.change", "materialize", "  materialize (worktree = exactly that tree)"),
@@ -331,7 +331,7 @@ PROBES = (
     ("bosun.engine.verify_commands", "run_verification", "  verify commands"),
     ("bosun.engine.gating", "evaluate", "  gates (evaluate)"),
     ("bosun.gates", "run_gates", "    run_gates"),
-    ("bosun.engine.delegation", "_safe_report", "report (phase)"),
+    ("bosun.engine.delegation", "_write_report", "report"),
     ("bosun.engine.metrics", "count_tokens", "  count_tokens (incl. tokenizer load)"),
     ("bosun.engine.metrics", "_encoder", "    tokenizer load"),
     ("bosun.engine.record", "write_doc", "record files (write_doc)"),
@@ -363,7 +363,7 @@ def install_probes(probe: Probe) -> None:
 def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) -> dict[str, dict[str, float]]:
     """In-process delegates under probes; per label the median (calls, seconds) across ``reps``."""
     import bosun.core.contract as contract_mod
-    from bosun.engine import lifecycle, metrics
+    from bosun.engine import delegation, metrics
     from bosun.engine.context import RunContext
     from bosun.store.db import open_store
 
@@ -383,11 +383,11 @@ def breakdown(repo: Path, task: Path, profile: str, reps: int, left: Leftovers) 
             with probe.run():
                 t0 = time.perf_counter()
                 contract = contract_mod.load_contract(task)
-                run = lifecycle.delegate(ctx, contract, repo, profile, task_source=str(task))
+                run = delegation.delegate(ctx, contract, repo, profile, task_source=str(task))
                 probe.current["delegate (in-process total)"] = [1, time.perf_counter() - t0]
-            if run["state"] != EXPECTED_STATE[profile]:
-                raise SystemExit(f"in-process delegate ended {run['state']}: {run['data'].get('error')}")
-            left.runs.append(run["id"])
+            if run.state != EXPECTED_STATE[profile]:
+                raise SystemExit(f"in-process delegate ended {run.state}: {run.data.error}")
+            left.runs.append(run.id)
             ctx.store.close()
     finally:
         probe.restore()

@@ -12,7 +12,7 @@ import threading
 
 from bosun import proc
 from bosun.core import quick_exit
-from bosun.engine import delegation, lifecycle, metrics, record
+from bosun.engine import lifecycle, metrics, phases, record
 from bosun.isolation.blobs import BlobReader
 from tests.conftest import ROOT
 
@@ -56,13 +56,13 @@ def test_the_change_is_diffed_and_read_once(cli, repo, task_file, monkeypatch):
 def test_the_tokenizer_loads_while_the_worker_runs_not_before(cli, repo, task_file, monkeypatch):
     metrics._loaded.clear()
     seen = {}
-    work = delegation.work
+    attempt = phases.attempt
 
-    def observed(*a, **k):  # wrapped to look at the moment the work phase begins (the reason)
+    def observed(*a, **k):  # wrapped to look at the moment the attempt phase begins (the reason)
         seen["loading"] = any(t.name.startswith("bosun-") for t in threading.enumerate()) or bool(metrics._loaded)
-        return work(*a, **k)
+        return attempt(*a, **k)
 
-    monkeypatch.setattr(delegation, "work", observed)
+    monkeypatch.setattr(phases, "attempt", observed)
     delegate(cli, repo, task_file)
     assert seen == {"loading": False}  # prepare's git work did not share the interpreter with it
     assert metrics._loaded  # and the receipt had it

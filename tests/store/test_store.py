@@ -130,7 +130,7 @@ def test_a_held_run_follows_what_the_store_writes(tmp_path):
 
 def test_remote_runs_are_counted_apart_from_local_ones(tmp_path):
     from bosun.core.config import Settings
-    from bosun.engine.lifecycle import active_cap
+    from bosun.engine.phases import active_cap
 
     store = Store(tmp_path / "b.db")
     store.insert_run(_run("local-1"))

@@ -22,7 +22,7 @@ from bosun.core.contract import TaskContract
 from bosun.core.errors import BadInput, BosunError, Conflict, Rejected
 from bosun.core.fileio import read_json
 from bosun.engine import record
-from bosun.engine.stops import RunStopped, recorded
+from bosun.engine.stops import RunStopped, stopping
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
@@ -218,7 +218,7 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
         result["commit"] = target
         record.write_doc(run_id, "reverification.json", result)
         if not result["passed"]:
-            with recorded(ctx, run_id, states.APPROVED):
+            with stopping(ctx, run):
                 raise RunStopped(states.REJECTED, Rejected(
                     f"verification failed on the merged result of {run_id}; your branch was not changed",
                     "the source branch changed underneath the run: see reverification.json in the run "

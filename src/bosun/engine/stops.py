@@ -3,7 +3,7 @@
 A phase that ends the run (a worktree that could not be made, a worker that failed, was blocked or
 was cancelled, gates that refused the change) raises ``RunStopped`` with everything the record needs:
 the state the run ends in, the error, the reason for the transition and any data that goes with it.
-``recorded`` is the one handler: it writes the error once, moves the run, and raises what the caller
+``stopping`` is the one handler: it writes the error once, moves the run, and raises what the caller
 must get (the same error, as the exception it was made as), or lets the verb return the run.
 """
 
@@ -18,6 +18,7 @@ from bosun.core.errors import BosunError
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
     from bosun.store.db import Store
+    from bosun.store.run import Run
 
 
 class RunStopped(Exception):
@@ -33,13 +34,15 @@ class RunStopped(Exception):
 
 
 @contextmanager
-def recorded(ctx: RunContext, run_id: str, expected: str) -> Iterator[None]:
-    """Run a phase of a run in state ``expected``; a ``RunStopped`` it raises is recorded here."""
+def stopping(ctx: RunContext, run: Run) -> Iterator[None]:
+    """Run phases of the run a verb holds; a ``RunStopped`` one raises is handled here, once: the
+    error and the stop's data are written, the run moves from the state it is in to ``stop.to`` (the
+    held ``Run`` follows), and the caller gets the error when the stop says it raises."""
     try:
         yield
     except RunStopped as stop:
-        ctx.store.merge_data(run_id, error=stop.error.to_dict(), **stop.data)
-        ctx.store.transition(run_id, expected, stop.to, stop.reason[:500])
+        ctx.store.write(run, error=stop.error.to_dict(), **stop.data)
+        ctx.store.move(run, stop.to, stop.reason[:500])
         if stop.raises:
             raise (stop.cause or stop.error) from None
 

@@ -15,7 +15,7 @@ from bosun.core.errors import BadInput, BosunError
 from bosun.core.fileio import write_bytes_atomic
 from bosun.engine import locks
 from bosun.engine.context import RunContext, leftover_diff
-from bosun.engine.stops import RunStopped, clear_error, recorded
+from bosun.engine.stops import RunStopped, clear_error, stopping
 
 if TYPE_CHECKING:
     from bosun.store.db import Store
@@ -121,7 +121,7 @@ def cancel(ctx: RunContext, run_id: str) -> Run:
         if not locks.owner_alive(owner):
             _reap_group(pid)
             locks.forget_worker(ctx.store, run_id)
-            with recorded(ctx, run_id, states.WORKING):
+            with stopping(ctx, run):
                 raise RunStopped(states.CANCELLED, BosunError(**cancelled_error(run_id)),
                                  "cancelled (no live bosun process)", raises=False)
             return ctx.store.require_run(run_id)
@@ -140,7 +140,7 @@ def cancel(ctx: RunContext, run_id: str) -> Run:
         return run
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
-        with recorded(ctx, run_id, run.state):
+        with stopping(ctx, run):
             raise RunStopped(states.CANCELLED, BosunError(**cancelled_error(run_id)), "cancelled", raises=False)
         return ctx.store.require_run(run_id)
 

@@ -45,13 +45,35 @@ _NOT_VERIFIED_SENTENCE = ("the task has no verify commands, so bosun checked not
                           "change")
 
 
+if TYPE_CHECKING:
+    _Doc = dict[str, Any]
+else:
+    _Doc = dict
+
+
+class Verdict(_Doc):
+    """The verdict phase's result: ``{outcome, reasons: [{code, sentence}], acknowledged}``, a dict
+    because every surface writes it as JSON as it is, with names for its parts."""
+
+    __slots__ = ()
+
+    @property
+    def outcome(self) -> str:
+        return str(self["outcome"])
+
+    @property
+    def landable(self) -> bool:
+        """Only a landable verdict lands without a person."""
+        return self["outcome"] == LANDABLE
+
+
 def decide(
     run: Run,
     task: Mapping[str, Any] | None,
     gates: Sequence[Mapping[str, Any]],
     verification: Mapping[str, Any] | None,
-) -> dict[str, Any] | None:
-    """``{outcome, reasons: [{code, sentence}], acknowledged}`` of a run from its record; None while the
+) -> Verdict | None:
+    """The ``Verdict`` of a run from its record; None while the
     run has not been judged. ``task`` is the contract as JSON (task.json's ``task``)."""
     state = run.state
     if state in UNDECIDED:
@@ -60,12 +82,12 @@ def decide(
     task = task or {}
     refused = _refusals(state, data, gates, verification)
     if refused:
-        return {"outcome": REFUSED, "reasons": refused, "acknowledged": None}
+        return Verdict(outcome=REFUSED, reasons=refused, acknowledged=None)
     reasons = review_reasons(task, gates, verification)
     ack = data.acknowledged if reasons else None
     if ack and not {r["code"] for r in reasons} <= set(ack.get("codes") or ()):
         ack = None  # acknowledged for other reasons than these (the change was verified again since)
-    return {"outcome": NEEDS_REVIEW if reasons else LANDABLE, "reasons": reasons, "acknowledged": ack or None}
+    return Verdict(outcome=NEEDS_REVIEW if reasons else LANDABLE, reasons=reasons, acknowledged=ack or None)
 
 
 def _refusals(state: str, data: RunData, gates: Sequence[Mapping[str, Any]],
@@ -151,7 +173,7 @@ def one_line(verdict: Mapping[str, Any] | None) -> str:
     return f"needs review ({shown})" + (f"; acknowledged by {ack.get('by')}" if ack else "")
 
 
-def of_run(run: Run) -> dict[str, Any] | None:
+def of_run(run: Run) -> Verdict | None:
     """The verdict of a stored run, read from its run directory."""
     from bosun.core.fileio import read_json
     from bosun.core.paths import run_dir

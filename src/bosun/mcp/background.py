@@ -10,53 +10,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bosun.core.errors import BosunError
 
-if TYPE_CHECKING:
-    from bosun.store.run import Run
-
 
 def drive_run(run_id: str, auto_approve: bool) -> int:
-    from bosun.core.contract import Mode
-    from bosun.engine import locks
+    """A run prepared by the MCP server, driven through the phases in this detached process."""
     from bosun.engine.context import load_task
-    from bosun.engine.lifecycle import approve, integrate, report, verify, work
-    from bosun.engine.notify import notify_run
-    from bosun.engine.run_report import write_report
+    from bosun.engine.delegation import drive
     from bosun.mcp.ops import ctx
 
-    c = ctx()
+    c = ctx().pinned()
     try:
-        with locks.run_lock(run_id):
-            try:
-                work(c, run_id)
-                run = verify(c, run_id)
-                # Only a landable verdict lands on its own: a run that needs review waits for a person.
-                if run.state == "verified" and auto_approve and load_task(run_id).mode == Mode.code \
-                        and _landable(run):
-                    approve(c, run_id)
-                    integrate(c, run_id)
-                    report(c, run_id)
-                else:
-                    write_report(c, c.store.require_run(run_id))
-            except BosunError as err:
-                sys.stderr.write(f"bosun: {err.code}: {err.message}\n")
-                try:
-                    write_report(c, c.store.require_run(run_id))
-                except BosunError:
-                    pass  # the error that stopped the run is in driver.log (above) and in the run's record
-    finally:
-        notify_run(c, run_id)
+        drive(c, c.store.require_run(run_id), load_task(run_id), auto_approve)
+    except BosunError as err:
+        # The error that stopped the run is in driver.log and in the run's record (and its receipt).
+        sys.stderr.write(f"bosun: {err.code}: {err.message}\n")
     return 0
-
-
-def _landable(run: Run) -> bool:
-    from bosun.engine import verdict
-
-    judged = verdict.of_run(run)
-    return judged is not None and judged["outcome"] == verdict.LANDABLE
 
 
 def drive_plan(plan_file: str, repo: str, id_file: str, profile: str | None) -> int:

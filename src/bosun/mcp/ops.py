@@ -214,7 +214,7 @@ def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
 
     judged = verdict.of_run(c.store.require_run(run_id))
     codes = verdict.codes(judged)
-    reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in (judged or {}).get("reasons") or [])
+    reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in (judged["reasons"] if judged else []))
     out = NeedsReview(
         f"run {run_id} needs review: a person must decide. Read these reasons to your person before approving: "
         + (reasons or err.message),

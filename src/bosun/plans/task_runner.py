@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bosun.core import states
 from bosun.core.errors import BosunError, Busy, InvalidTransition, Rejected
 from bosun.engine import locks
-from bosun.engine.stops import RunStopped, recorded
+from bosun.engine.stops import RunStopped, stopping
 from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.runs import discard_run, note_on_run
@@ -233,7 +233,7 @@ class TaskRunner:
         except Rejected as exc:
             current = self.ctx.store.require_run(run.id)
             if current.state == states.VERIFIED:
-                with recorded(self.ctx, run.id, states.VERIFIED):
+                with stopping(self.ctx, current):
                     raise RunStopped(states.REJECTED, exc, "approval refused: " + exc.message[:300], raises=False) from None
 
     def _waits_for_review(self, run: Run, pt: dict[str, Any]) -> bool:
@@ -259,7 +259,7 @@ class TaskRunner:
             ensure_may_land(run)  # landable, or its review reasons acknowledged by a person
             commit, digest = plan_git.build_landing(run, self.contract, self.plan_id, self.task_id)
         except BosunError as exc:
-            with recorded(self.ctx, run.id, states.APPROVED):
+            with stopping(self.ctx, run):
                 raise RunStopped(states.REJECTED, exc, "landing commit failed: " + exc.message[:300], raises=False) from None
             return False
         self._set(state=model.T_READY, data={"landing": {"run": run.id, "commit": commit, "diff_sha256": digest},

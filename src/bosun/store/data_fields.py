@@ -3,7 +3,7 @@
 ``Store.merge_data`` refuses a key that is not here, so a new field is declared before it is
 written, and ``tests/store/test_run_data.py`` checks every ``merge_data(key=...)`` call against its
 writers and these keys against the typed shape readers see (``store.run.RunData``). Written at
-prepare (``insert_run``) means ``engine/lifecycle.py:prepare`` set it once when the run was created.
+prepare (``insert_run``) means ``engine/phases.py:prepare`` set it once when the run was created.
 Plain data, no imports: the store's fast read paths import this module.
 """
 
@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # typing's would import typing, which the fast read paths
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-PREPARE = "engine.lifecycle"  # the run's first record, written by prepare through insert_run
+PREPARE = "engine.phases"  # the run's first record, written by prepare through insert_run
 
 WRITERS: dict[str, tuple[str, ...]] = {
     # the record's shape, stamped by the store on every write (store/run.py: FORMAT_VERSION)
@@ -28,7 +28,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "holdout": (PREPARE,),
     "caller": (PREPARE,),
     "remote": (PREPARE,),
-    "view_objects": ("engine.lifecycle",),
+    "view_objects": ("engine.phases",),
     "environment": ("engine.worktrees",),
     "pooled": ("engine.worktrees",),
     "ports": ("engine.worktrees",),
@@ -36,19 +36,19 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "plan_id": ("plans.driver",),
     "plan_task": ("plans.driver",),
     # the worker step
-    "bosun_pid": ("engine.lifecycle",),
+    "bosun_pid": ("engine.phases",),
     "worker_pid": ("engine.locks",),
-    "worker_window": ("engine.lifecycle",),
+    "worker_window": ("engine.phases",),
     "sandbox": ("engine.attempts",),
     "live_usage": ("engine.budget",),
-    "worker": ("engine.lifecycle",),
-    "usage": ("engine.lifecycle",),
-    "user_git_tampered": ("engine.lifecycle",),
+    "worker": ("engine.phases",),
+    "usage": ("engine.phases",),
+    "user_git_tampered": ("engine.phases",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
-    "verification_passed": ("engine.lifecycle",),
-    "gates_ok": ("engine.lifecycle",),
-    "verified_tree": ("engine.lifecycle",),
+    "verification_passed": ("engine.phases",),
+    "gates_ok": ("engine.phases",),
+    "verified_tree": ("engine.phases",),
     "review_escalate": ("engine.checking",),
     "review_reasons": ("engine.checking",),
     "review_usage": ("engine.checking",),

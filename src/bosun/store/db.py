@@ -145,6 +145,15 @@ class Store:
         for key, value in fields.items():
             setattr(run, key, value)
 
+    def reload(self, run: Run) -> Run:
+        """The held run brought up to date with its row (after steps that wrote fields of their own,
+        such as a worktree's set-up or a worker's attempts); the same object, for the verb to go on."""
+        fresh = self.require_run(run.id)
+        for name in COLUMNS:
+            setattr(run, name, getattr(fresh, name))
+        run.data = fresh.data
+        return run
+
     def move(self, run: Run, to: str, reason: str = "") -> None:
         """``transition`` from the state the held run is in; the object follows."""
         self.transition(run.id, run.state, to, reason)

@@ -159,7 +159,7 @@ def run_body(store: Store, run: Run) -> str:
         _section("Transitions", _transitions(store, rid)),
     ]
     return (f'<div id="run" hx-get="/fragments/runs/{e(rid)}" hx-trigger="bosun:run from:body" hx-swap="outerHTML" '
-            f'data-state="{e(shown)}" data-verdict="{e((verdict or {}).get("outcome") or "")}">'
+            f'data-state="{e(shown)}" data-verdict="{e(verdict["outcome"] if verdict else "")}">'
             + "".join(sections) + "</div>")
 
 

@@ -72,12 +72,22 @@ def isolate(root: Path) -> None:
 
 # The functions that are the phases of a delegation, and the phase each one is.
 PHASES = {
-    ("bosun.engine.lifecycle", "prepare"): "prepare",
-    ("bosun.engine.lifecycle", "work"): "attempt",
-    ("bosun.engine.lifecycle", "_verify_worked"): "verify",
+    ("bosun.engine.phases", "prepare"): "prepare",
+    ("bosun.engine.phases", "attempt"): "attempt",
+    ("bosun.engine.phases", "verify"): "verify",
     ("bosun.engine.verdict", "decide"): "verdict",
     ("bosun.engine.lifecycle", "approve"): "land",
     ("bosun.engine.lifecycle", "integrate"): "land",
+}
+
+
+# The wiring a reader starts from: the verb's loop and the phases. What these call directly is what a
+# reader opens to know what each step does (one level down; the steps' own insides not counted).
+WIRING = {
+    ("bosun.engine.delegation", "delegate"), ("bosun.engine.delegation", "drive"),
+    ("bosun.engine.delegation", "_attempt_verify_judge"),
+    ("bosun.engine.phases", "prepare"), ("bosun.engine.phases", "attempt"), ("bosun.engine.phases", "verify"),
+    ("bosun.engine.phases", "judge"),
 }
 
 
@@ -85,12 +95,17 @@ def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any], dict[
     path: list[str] = []
     lines: dict[str, set[tuple[str, int]]] = {}
     phase_stack: list[tuple[Any, str]] = []
+    below: set[str] = set()
+    lines["wiring callees"] = below  # type: ignore[assignment]
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_globals.get("__name__", "")
         if not name.startswith("bosun"):
             return None  # no line events inside other libraries
         if event == "call":
+            back = frame.f_back
+            if back is not None and (back.f_globals.get("__name__", ""), back.f_code.co_name) in WIRING:
+                below.add(name)
             phase = PHASES.get((name, frame.f_code.co_name))
             if phase is not None:
                 phase_stack.append((frame, phase))
@@ -161,6 +176,9 @@ def phase_rows(lines: dict[str, set[tuple[str, int]]]) -> list[str]:
 def report(m: dict[str, Any], state: str, verdict: str) -> str:
     layers = ", ".join(f"{k} {v}" for k, v in sorted(m["ran_by_layer"].items(), key=lambda kv: RANK_ORDER[kv[0]]))
     pairs = "; ".join(f"{p} ({n})" for p, n in m["climb_pairs"])
+    wiring = {"bosun.engine.delegation", "bosun.engine.phases"}
+    callees = [x for x in m["wiring_callees"] if x not in wiring]
+    outside = [x for x in callees if unit(x) != "engine"]
     return "\n".join([
         BEGIN,
         f"One `bosun delegate --auto-approve` (command worker, proven fix; the run ended {state}, "
@@ -185,6 +203,10 @@ def report(m: dict[str, Any], state: str, verdict: str) -> str:
         "|---|---|---|",
         *m["phase_rows"],
         "",
+        f"The wiring (`engine/delegation.py` and `engine/phases.py`) calls into {len(callees)} modules "
+        f"directly, {len(outside)} of them outside the engine: "
+        + ", ".join(f"`{x.removeprefix('bosun.')}`" for x in callees) + ".",
+        "",
         f"The {len(m['on_path'])} modules on the path, the leaves left out: "
         + ", ".join(f"`{x.removeprefix('bosun.')}`" for x in m["on_path"]) + ".",
         END,
@@ -205,6 +227,7 @@ def main() -> int:
         path, code, result, lines = trace(repo, root / "task.json")
         os.chdir(ROOT)
     m = measure(path)
+    m["wiring_callees"] = sorted(lines.pop("wiring callees"))  # type: ignore[arg-type]
     m["phase_rows"] = phase_rows(lines)
     verdict = (result.get("verdict") or {}).get("outcome")
     text = report(m, result.get("state"), verdict)

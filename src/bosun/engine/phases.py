@@ -26,15 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths, states
 from bosun.core.contract import TaskContract
-from bosun.core.errors import BadInput, BosunError, TimedOut
+from bosun.core.errors import BosunError, TimedOut
 from bosun.core.fileio import write_bytes_atomic
-from bosun.engine import locks, record
+from bosun.engine import locks, record, worker_guard
 from bosun.engine.budget import check_before_dispatch
 from bosun.engine.context import RunContext, new_run_id
 from bosun.engine.stops import RunStopped, clear_error, stopping
 from bosun.engine.teardown import cancelled_error, request_cancel
-from bosun.isolation import gitwatch
-from bosun.isolation.lingering import boot_clock
 from bosun.store.run import Run
 
 if TYPE_CHECKING:
@@ -67,10 +65,8 @@ def prepare(
     tasks start from the integration branch, which already holds the user's snapshot).
     """
     from bosun.engine.preflight import check_task
-    from bosun.engine.worktrees import open_worktree, set_up_run
-    from bosun.isolation.change import create_view
-    from bosun.isolation.git import current_branch, head_commit
-    from bosun.isolation.snapshot import snapshot_commit, uncommitted_state
+    from bosun.engine.start_point import check_holdout, find_start
+    from bosun.engine.worktrees import make_worktree
 
     # Everything that can be known to fail is checked before anything is created (exit 2, all problems).
     pf = check_task(task, repo_path, profile_name, ctx.store, overrides=ctx.settings_overrides)
@@ -78,51 +74,32 @@ def prepare(
     assert pf.repo is not None and pf.base is not None and pf.settings is not None and pf.choice is not None
     repo, base, settings, choice = pf.repo, pf.base, pf.settings, pf.choice
     ctx.remember_settings(repo, settings)
-    source_branch = current_branch(repo)
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
-    # The pre-flight resolved the base moments ago; with the default base that is HEAD already.
-    head = base if task.base == "HEAD" else head_commit(repo)
-
-    if task.holdout and not _holdout_paths(repo, base, task.holdout):
-        raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",
-                       "name files committed in the repository (globs as in scope and locked)")
+    check_holdout(repo, base, task)
 
     run_id = new_run_id()
-    rdir = paths.run_dir(run_id)
-    wt = paths.worktree_dir(run_id)
-    branch = f"bosun/{run_id}"
-    scratch = rdir / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-
-    # One scan of the user's tree serves both the snapshot decision and SOURCE_CHANGED later.
-    uncommitted = uncommitted_state(repo)
-    # The user's uncommitted work only makes sense on top of their HEAD.
-    carry = carry_uncommitted and base == head and bool(uncommitted)
-    snapshot = snapshot_commit(repo, base, scratch, known_dirty=True) if carry else None
-    full_start = snapshot or base
-    start, hidden = _strip_holdout(repo, full_start, task.holdout, scratch) if task.holdout else (full_start, [])
-
+    at = find_start(repo, task, base, carry_uncommitted, paths.run_dir(run_id) / "scratch")
     run = Run.from_row({
         "id": run_id,
         "state": states.PREPARED,
         "title": task.title,
         "repo": str(repo),
-        "source_branch": source_branch,
+        "source_branch": at.source_branch,
         "base": base,
-        "start_commit": start,
-        "branch": branch,
-        "worktree": str(wt),
+        "start_commit": at.start,
+        "branch": f"bosun/{run_id}",
+        "worktree": str(paths.worktree_dir(run_id)),
         "profile": choice.profile.name,
         "profile_reason": choice.reason,
         "plan_id": plan_id,
         "data": {
-            "snapshot": bool(snapshot),
+            "snapshot": bool(at.snapshot),
             "mode": task.mode.value,
             "task_source": task_source,
-            "source_head_at_start": head,
-            "uncommitted_at_start": uncommitted,
+            "source_head_at_start": at.head,
+            "uncommitted_at_start": at.uncommitted,
             "routing": choice.to_dict(),
-            **({"holdout": {"paths": hidden, "full_start": full_start}} if hidden else {}),
+            **({"holdout": {"paths": at.hidden, "full_start": at.full_start}} if at.hidden else {}),
             "caller": os.environ.get("PARENT_AGENT") or None,
             **({"remote": True} if choice.profile.adapter == "remote" else {}),
         },
@@ -133,9 +110,7 @@ def prepare(
         ctx.store.insert_run(run, prompt=task.prompt)
     with stopping(ctx, run):
         try:
-            wt = open_worktree(ctx.store, settings, task, repo, run_id, branch, start, wt)
-            view = create_view(rdir, wt, repo, start)
-            set_up_run(ctx.store, settings, task, repo, run_id, wt, start, view)
+            view = make_worktree(ctx.store, settings, task, repo, run)
         except BosunError as exc:
             reason = f"worktree creation failed: {exc.message}"
             raise RunStopped(states.FAILED, BosunError(reason, "", code="FAILED"), reason, cause=exc) from exc
@@ -153,20 +128,6 @@ def active_cap(settings: Settings, adapter: str, remote_cap: int | None = None) 
     """
     remote = adapter == "remote"
     return remote, (remote_cap or settings.max_concurrent_runs) if remote else settings.max_concurrent_runs
-
-
-# Holdout files need the gates' notion of a test path. Imported only for a task that has them: the gates
-# package is the largest import of a delegation, and until the worker stops nothing else needs it.
-def _holdout_paths(repo: Path, base: str, holdout: list[str]) -> list[str]:
-    from bosun.engine.heldout import holdout_paths
-
-    return holdout_paths(repo, base, holdout)
-
-
-def _strip_holdout(repo: Path, start: str, holdout: list[str], scratch: Path) -> tuple[str, list[str]]:
-    from bosun.engine.heldout import strip_holdout
-
-    return strip_holdout(repo, start, holdout, scratch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,15 +164,12 @@ def attempt(
     ctx.store.move(run, states.WORKING, "revise: " + resume[:200] if resume else "worker started")
     ctx.store.write(run, bosun_pid=os.getpid())
     _starts_afresh(ctx, run)
-    watch = gitwatch.take(repo)
-    began = boot_clock()
-    baseline = start_baseline(run, task, settings.baseline)
+    baseline = None
     try:
-        outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name, on_event=on_event,
-                               on_worker_start=warm_up_after_worker if warm_up else None)
-        ctx.store.reload(run)  # the attempts recorded the sandbox, the worker's pid, live usage
-        ctx.store.write(run, worker_window=[began, boot_clock()])
-        _check_user_git(ctx, run, watch)
+        with worker_guard.watched(ctx, run):
+            baseline = start_baseline(run, task, settings.baseline)
+            outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name,
+                                   on_event=on_event, on_worker_start=warm_up_after_worker if warm_up else None)
         if baseline is not None and outcome.result.status == "ok":
             if not defer_baseline:
                 baseline.wait()
@@ -239,27 +197,6 @@ def _starts_afresh(ctx: RunContext, run: Run) -> None:
     request_cancel(ctx.store, run.id, requested=False)
     forget_acknowledgment(ctx.store, run.id)
     run.data.error = run.data.cancel_requested = run.data.acknowledged = None
-
-
-def _check_user_git(ctx: RunContext, run: Run, watch: tuple[Path, gitwatch.Snapshot]) -> None:
-    """Compare the user's git dir with what it was before the worker; put back what changed.
-
-    The run is marked: verification turns the finding into the USER_GIT_TAMPERED gate."""
-    common, before = watch
-    changed = gitwatch.changes(common, before)
-    if not changed:
-        return
-    failed = gitwatch.restore(common, before, changed)
-    restored = [c for c in changed if c not in failed]
-    message = "the worker changed the repository's git dir: " + ", ".join(changed[:8])
-    if restored:
-        message += "; bosun restored " + ", ".join(restored[:8])
-    if failed:
-        message += "; could NOT restore " + ", ".join(failed[:8]) + " (check them by hand)"
-    from bosun.workers.base import ev_message
-
-    record.EventLog(paths.run_dir(run.id) / record.EVENTS).append(ev_message(message, role="system"))
-    ctx.store.write(run, user_git_tampered={"changed": changed, "restored": restored, "failed": failed})
 
 
 def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:

@@ -1,6 +1,6 @@
 """A run's worktree from start to end: fresh or from the warm pool, set up, and given back.
 
-``open_worktree`` (prepare) leases a pooled worktree when ``[pool] size`` is set and one is idle, or
+``make_worktree`` (the prepare phase) is the three steps below. ``open_worktree`` leases a pooled worktree when ``[pool] size`` is set and one is idle, or
 adds a fresh one. ``set_up_run`` (prepare, after the view exists) leases the run's ports, copies,
 links and runs the set-up, and tells the view which paths are environment. ``before_verify`` (each
 verification) puts the environment back and refuses when something behind a link changed.
@@ -23,6 +23,17 @@ from bosun.store.db import Store
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from bosun.store.run import Run
+
+
+def make_worktree(store: Store, settings: Settings, task: TaskContract, repo: Path, run: Run) -> Any:
+    """The prepare phase's worktree: checked out at the run's start (fresh or from the pool), bosun's
+    own view of it, and the run's set-up; returns the view."""
+    from bosun.isolation.change import create_view
+
+    wt = open_worktree(store, settings, task, repo, run.id, run.branch, run.start_commit, Path(run.worktree))
+    view = create_view(paths.run_dir(run.id), wt, repo, run.start_commit)
+    set_up_run(store, settings, task, repo, run.id, wt, run.start_commit, view)
+    return view
 
 
 def open_worktree(store: Store, settings: Settings, task: TaskContract, repo: Path, run_id: str, branch: str,

@@ -38,12 +38,12 @@ WRITERS: dict[str, tuple[str, ...]] = {
     # the worker step
     "bosun_pid": ("engine.phases",),
     "worker_pid": ("engine.locks",),
-    "worker_window": ("engine.phases",),
+    "worker_window": ("engine.worker_guard",),
     "sandbox": ("engine.attempts",),
     "live_usage": ("engine.budget",),
     "worker": ("engine.phases",),
     "usage": ("engine.phases",),
-    "user_git_tampered": ("engine.phases",),
+    "user_git_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
     "verification_passed": ("engine.phases",),

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, task_yaml, user_state
+from tests.e2e.mcp_support import call, with_session
 from tests.e2e.test_cli_docs import RUN_RESULT, agrees, documented
 
 pytestmark = pytest.mark.slow
@@ -222,3 +223,26 @@ def test_apply_onto_a_checked_out_branch_refuses_an_overlap(cli, repo, task_file
     assert code == 0, out
     assert git(repo, "rev-parse", "HEAD").strip() == out["apply"]["commit"] and FIXED in (repo / "src/calc.py").read_text()
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_the_mcp_tools_revert_and_apply(cli, repo, task_file):
+    git(repo, "branch", "release")
+    res = land(cli, repo, task_file)
+
+    async def body(s):
+        err, bad = await call(s, "apply", {"run_id": res["id"], "branch": "nope"})
+        assert err and bad["error"]["code"] == "UNKNOWN_BRANCH" and bad["error"]["hint"], bad
+        err, applied = await call(s, "apply", {"run_id": res["id"], "branch": "release"})
+        assert not err and applied["apply"]["verification"]["passed"], applied
+        err, reverted = await call(s, "revert", {"run_id": res["id"]})
+        assert not err and reverted["revert"]["branch"] == "main", reverted
+        err, again = await call(s, "revert", {"run_id": res["id"]})
+        assert err and again["error"]["code"] == "ALREADY_REVERTED", again
+        return applied, reverted
+
+    applied, reverted = with_session(repo, body)
+    assert git(repo, "rev-parse", "release").strip() == applied["apply"]["commit"]
+    assert git(repo, "rev-parse", "main").strip() == reverted["revert"]["commit"] == reverted["reverted"]["commit"]
+    assert BUG in (repo / "src" / "calc.py").read_text()
+    code, shown = cli("show", res["id"], "--json")
+    assert shown["applied"][0]["branch"] == "release" and shown["reverted"]["commit"] == reverted["revert"]["commit"]

@@ -81,19 +81,15 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def _finish(args: argparse.Namespace, ctx: Any, done: dict[str, Any], key: str) -> int:
     from bosun.cli.render import emit_json, exit_for_state
-    from bosun.engine.results import run_result
+    from bosun.engine.undo import as_json
 
-    what = dict(done[key])
+    out = as_json(done, key)
     new = done.get("revert_run")
-    code = 0
-    if new is not None:
-        new_result = run_result(new, brief=True)
-        what["run_result"] = new_result
-        code = exit_for_state(new.state, new_result.get("verdict"))
+    code = exit_for_state(new.state, out[key]["run_result"].get("verdict")) if new is not None else 0
     if args.json:
-        emit_json({**run_result(done["run"]), key: what})
+        emit_json(out)
         return code
-    sys.stdout.write(_summary(done["run"].id, key, what))
+    sys.stdout.write(_summary(done["run"].id, key, out[key]))
     if new is not None:
         from bosun.cli.render import print_run
 

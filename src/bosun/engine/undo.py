@@ -27,7 +27,14 @@ from bosun.core import paths
 from bosun.core.errors import BadInput, BosunError, Conflict, InvalidTransition
 from bosun.engine import locks, record
 from bosun.engine.stops import RunStopped, recorded
-from bosun.engine.undo_git import branch_head, commits_touching, commit_on, move_branch, refuse_overlap, three_way
+from bosun.engine.undo_git import (
+    branch_head,
+    commit_on,
+    commits_touching,
+    move_branch,
+    refuse_overlap,
+    three_way,
+)
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
@@ -120,6 +127,17 @@ def _land_revert(ctx: RunContext, run: Run, landing: str, head: str, tree: str) 
     _event(run.id, "reverted", commit=commit, branch=branch, landing=landing)
     ctx.store.note(run.id, f"reverted on {branch} by {commit[:12]}")
     return {"run": ctx.store.require_run(run.id), "revert": done, "revert_run": None}
+
+
+def as_json(done: dict[str, Any], key: str) -> dict[str, Any]:
+    """The one JSON object of ``revert`` (``key`` "revert") or ``apply`` ("apply"), for the CLI and MCP:
+    the run's result plus what was done; a revert run's own result in ``revert.run_result``."""
+    from bosun.engine.results import run_result
+
+    what = dict(done[key])
+    if done.get("revert_run") is not None:
+        what["run_result"] = run_result(done["revert_run"], brief=True)
+    return {**run_result(done["run"]), key: what}
 
 
 def _event(run_id: str, kind: str, **fields: Any) -> None:

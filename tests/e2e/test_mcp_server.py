@@ -12,8 +12,8 @@ from tests.e2e.mcp_support import add_sleepy_profile, call, wait_done, with_sess
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"delegate", "wait", "status", "result", "diff", "approve", "integrate", "discard", "cancel", "plan_run",
-         "plan_status", "workers", "history", "savings"}
+TOOLS = {"delegate", "wait", "status", "result", "diff", "approve", "integrate", "revert", "apply", "discard", "cancel",
+         "plan_run", "plan_status", "workers", "history", "savings"}
 
 TASK = {
     "title": "Fix add()",

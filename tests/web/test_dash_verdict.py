@@ -75,3 +75,20 @@ def test_a_refused_run_has_no_approve_button(repo: Path) -> None:
     bad = delegated(repo, "edit_locked")
     page = client().get(f"/runs/{bad.id}").text
     assert 'data-verdict="refused"' in page and 'class="approve"' not in page
+
+
+def test_a_reverted_and_applied_run_says_so(repo: Path) -> None:
+    from bosun.engine.apply_run import apply
+    from bosun.engine.lifecycle import approve, integrate
+    from bosun.engine.undo import revert
+    from tests.conftest import git
+
+    git(repo, "branch", "release")
+    run = delegated(repo, "fix")
+    approve(ctx(), run.id)
+    integrate(ctx(), run.id)
+    applied = apply(ctx(), run.id, "release")["apply"]
+    reverted = revert(ctx(), run.id)["revert"]
+    page = client().get(f"/runs/{run.id}").text
+    assert f'reverted on main by commit <code>{reverted["commit"][:12]}</code>' in page, page
+    assert f'applied to release as <code>{applied["commit"][:12]}</code>' in page

@@ -23,6 +23,7 @@ HANDLERS = {
     "work": "handlers:cmd_work", "verify": "handlers:cmd_verify", "approve": "handlers:cmd_approve",
     "integrate": "handlers:cmd_integrate", "report": "handlers:cmd_report", "cleanup": "handlers:cmd_cleanup",
     "recover": "handlers:cmd_recover", "cancel": "handlers:cmd_cancel", "discard": "handlers:cmd_discard",
+    "revert": "undo_cli:cmd_revert", "apply": "undo_cli:cmd_apply",
     "show": "handlers:cmd_show", "diff": "handlers:cmd_diff", "list": "handlers:cmd_list",
     "doctor": "handlers:cmd_doctor", "workers": "handlers:cmd_workers", "models": "handlers:cmd_models",
     "schema": "handlers:cmd_schema", "template": "handlers:cmd_template", "demo": "handlers:cmd_demo",
@@ -42,7 +43,7 @@ PLAN_SUBCOMMANDS = tuple(v.split(" ", 1)[1] for v in HANDLERS if v.startswith("p
 # print that run's result with the error in it; every other failure is the error alone.
 RUN_VERBS = (
     "delegate", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover", "cancel",
-    "discard", "show",
+    "discard", "revert", "apply", "show",
 )
 
 

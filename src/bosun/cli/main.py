@@ -124,7 +124,7 @@ PLAN_HELP = "run many tasks as a dependency graph in parallel waves"
 # parser built; anything else gets the whole list, so argparse can name the valid choices.
 VERBS = (
     "delegate", "check", "prepare", "work", "verify", "approve", "integrate", "report", "cleanup", "recover",
-    "cancel", "discard", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
+    "cancel", "discard", "revert", "apply", "show", "diff", "list", "doctor", "workers", "models", "schema", "template", "demo",
     "plan", "mcp", "skill", "watch", "savings", "history", "dash", "gc", "pool", "agent", "agents", "warm",
     "replay",
 )
@@ -238,6 +238,11 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p = add("discard", "cancel a run and remove its worktree and branch")
     _run_id(p)
     _common(p)
+
+    if wanted in ("*", None, "revert", "apply"):
+        from bosun.cli.undo_cli import add_undo_parsers
+
+        add_undo_parsers(sub, wanted)
 
     p = add("show", "what happened in a run, gate by gate")
     _run_id(p)

@@ -91,6 +91,8 @@ def print_run(run: Run, store: Store | None = None) -> None:
         author_note = run.data.landing_author_note
         if author_note:
             out(f"  note      {author_note}\n")
+    for line in undo_lines(r, store):
+        out(line + "\n")
     v = r.get("verification")
     if v is not None:
         out(f"verification (run by bosun): {'passed' if v['passed'] else 'nothing checked' if v['passed'] is None else 'FAILED'}\n")
@@ -130,6 +132,27 @@ def print_run(run: Run, store: Store | None = None) -> None:
         msg = final.strip().splitlines()
         out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
     out(_next_step(r))
+
+
+def undo_lines(r: Mapping[str, Any], store: Store | None) -> list[str]:
+    """What happened to the run's change after it landed: reverted (by which commit, or by which
+    revert run), the run this one reverts, and the branches it was applied to."""
+    lines = []
+    rev = r.get("reverted")
+    if rev and rev.get("commit"):
+        lines.append(f"  reverted  on {rev['branch']} by commit {rev['commit'][:12]}")
+    elif rev:
+        other = store.get_run(rev["run"]) if store is not None else None
+        landed = other.merged_commit if other is not None else None
+        lines.append(f"  reverted  by run {rev['run']}, merged as {landed[:12]}" if landed else
+                     f"  reverted  prepared as run {rev['run']} (not landed yet: bosun show {rev['run']})")
+    of = r.get("revert_of")
+    if of:
+        lines.append(f"  reverts   run {of['run']} (commit {of['landing'][:12]})"
+                     + (f"; conflicts marked in {', '.join(of['conflicts'][:5])}" if of.get("conflicts") else ""))
+    lines.extend(f"  applied   to {a['branch']} as commit {a['commit'][:12]}"
+                 + (" (re-verified)" if a.get("reverified") else "") for a in r.get("applied") or [])
+    return lines
 
 
 _REVIEW_WORDS = {

@@ -38,5 +38,8 @@ class RunResult(_RunResultKeys, total=False):
     read_only_violation: dict[str, Any]
     sandbox: dict[str, Any]
     unenforced: list[str]
+    reverted: dict[str, Any]  # {commit | run, branch, landing, at}
+    revert_of: dict[str, Any]  # {run, landing, conflicts}
+    applied: list[dict[str, Any]]  # [{branch, commit, reverified, at}]
     savings: dict[str, Any] | None
     final_message: str | None

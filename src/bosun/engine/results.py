@@ -76,6 +76,14 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
     if data.sandbox:
         # What the kernel enforced for this run's worker: {mechanism, abi, network, containment}.
         result["sandbox"] = data.sandbox
+    # After landing: the revert of its landing commit (by a commit, or a revert run), the run this one
+    # reverts, and the other branches its change was applied to (engine/undo.py, engine/apply_run.py).
+    if data.reverted:
+        result["reverted"] = data.reverted
+    if data.revert_of:
+        result["revert_of"] = data.revert_of
+    if data.applied:
+        result["applied"] = data.applied
     unenforced = (data.worker or {}).get("unenforced")
     if unenforced:
         # Safety rules this worker CLI could not enforce for this run (bosun's gates still apply).

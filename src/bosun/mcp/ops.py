@@ -236,6 +236,24 @@ def integrate(c: RunContext, run_id: str, reverify: bool) -> RunResult:
     return run_json(c, run.id)
 
 
+def revert(c: RunContext, run_id: str, onto_worktree: bool) -> dict[str, Any]:
+    from bosun.engine.undo import as_json
+    from bosun.engine.undo import revert as do_revert
+
+    with run_guard(run_id):
+        return as_json(_retry_busy(lambda: do_revert(c, run_id, onto_worktree=onto_worktree)), "revert")
+
+
+def apply(c: RunContext, run_id: str, branch: Any, reverify: bool) -> dict[str, Any]:
+    from bosun.engine.apply_run import apply as do_apply
+    from bosun.engine.undo import as_json
+
+    if not isinstance(branch, str) or not branch:
+        raise BadInput("branch must be a branch name", "pass the branch to land the run's change on")
+    with run_guard(run_id):
+        return as_json(_retry_busy(lambda: do_apply(c, run_id, branch, reverify=reverify)), "apply")
+
+
 def discard(c: RunContext, run_id: str) -> RunResult:
     from bosun.engine.teardown import discard as do_discard
 

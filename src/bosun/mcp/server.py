@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 # What each tool does to the user's world, for hosts that decide approval from annotations (Codex
 # asks before a tool that is not read-only). Reading a run changes nothing; delegate and plan_run
-# spend the worker's tokens at its provider but touch nothing of the user's; integrate adds one
-# commit to the user's branch (never a push); discard and cancel throw a run's work away.
+# spend the worker's tokens at its provider but touch nothing of the user's; integrate, revert and
+# apply add one commit to a branch of the user's (never a push); discard and cancel throw a run's work away.
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 SPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
 LANDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -84,6 +84,13 @@ TOOLS_DOC = {
                "and names the codes.",
     "integrate": "Land an approved run on the branch it started from: merged, re-verified on the merged result, "
                  "fast-forwarded. Never pushes. Refuses (nothing changed) on a conflict with the user's work.",
+    "revert": "Undo a landed run: one revert commit of exactly its landing commit on the branch it landed on "
+              "(never pushed). Refuses, changing nothing, when later commits touch the same lines (named) or the "
+              "user's uncommitted files overlap; onto_worktree=true prepares the revert as a new run instead, "
+              "verified like any run, that a person approves and integrates.",
+    "apply": "Land a verified (or landed) run's change on another branch: merged into its tip, the verify commands "
+             "re-run on the result, and only then the branch moved (never pushed). Refuses, changing nothing, on a "
+             "conflict, a failed verification or an overlap with the user's uncommitted files.",
     "discard": "Throw a run away: stop its worker if running, remove its worktree and branch. Nothing lands.",
     "cancel": "Stop a running worker and mark the run cancelled (its worktree stays until discard).",
     "plan_run": "Run a plan of many tasks as a dependency graph (tasks with id, depends, owns); each task is "
@@ -252,6 +259,21 @@ def build_server(default_repo: Path) -> MCPServer:
     @server.tool(description=TOOLS_DOC["integrate"], annotations=LANDS)
     async def integrate(run_id: RunId, reverify: bool = True) -> CallToolResult:
         return await call(lambda: ops.integrate(ops.ctx(), ops.checked_run(run_id), reverify))
+
+    @server.tool(description=TOOLS_DOC["revert"], annotations=LANDS)
+    async def revert(
+        run_id: RunId,
+        onto_worktree: Annotated[bool, Field(description="prepare the revert as a new run for review instead")] = False,
+    ) -> CallToolResult:
+        return await call(lambda: ops.revert(ops.ctx(), ops.checked_run(run_id), onto_worktree))
+
+    @server.tool(description=TOOLS_DOC["apply"], annotations=LANDS)
+    async def apply(
+        run_id: RunId,
+        branch: Annotated[str, Field(description="the branch to land the run's change on")],
+        reverify: bool = True,
+    ) -> CallToolResult:
+        return await call(lambda: ops.apply(ops.ctx(), ops.checked_run(run_id), branch, reverify))
 
     @server.tool(description=TOOLS_DOC["discard"], annotations=DROPS)
     async def discard(run_id: RunId) -> CallToolResult:

@@ -64,6 +64,10 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "landing_commit": ("engine.integration",),
     "landing_author_note": ("engine.integration",),
     "records_removed_at": ("engine.gc",),
+    # after landing: the change undone or carried to another branch
+    "reverted": ("engine.undo",),
+    "revert_of": ("engine.undo",),
+    "applied": ("engine.apply_run",),
     # the parent side (MCP's background driver)
     "driver_pid": ("mcp.ops",),
     "driver_start": ("mcp.ops",),

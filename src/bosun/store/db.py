@@ -179,6 +179,18 @@ class Store:
                 (run_id, expected, to, now, os.getpid(), reason),
             )
 
+    def note(self, run_id: str, reason: str) -> None:
+        """A row in the run's transition history that leaves its state as it is: something that happened
+        to the run's change after it landed (``revert``, ``apply``), kept with the run's history."""
+        with self.tx() as db:
+            row = db.execute("SELECT state FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no run with id {run_id!r}", "`bosun list` shows your runs", code="UNKNOWN_RUN")
+            db.execute(
+                "INSERT INTO transitions(run_id, from_state, to_state, at, pid, reason) VALUES (?,?,?,?,?,?)",
+                (run_id, row["state"], row["state"], time.time(), os.getpid(), reason),
+            )
+
     def transitions(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT from_state, to_state, at, pid, reason FROM transitions WHERE run_id = ? ORDER BY id", (run_id,)

@@ -72,6 +72,9 @@ class RunData:
     landing_commit: str | None
     landing_author_note: str | None
     records_removed_at: float | None
+    reverted: dict[str, Any] | None  # {commit | run, branch, landing, at}: the revert of the landing commit
+    revert_of: dict[str, Any] | None  # {run, landing}: this run holds the revert of that run's landing commit
+    applied: list[dict[str, Any]] | None  # [{branch, commit, reverified, at}]: the change landed on other branches
     driver_pid: int | None
     driver_start: int | None
     parent_meter: Any

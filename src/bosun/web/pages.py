@@ -144,6 +144,7 @@ def run_body(store: Store, run: Run) -> str:
         f'repo {e(run.repo)} · branch {e(run.source_branch)} @ {e(run.base[:12])} · '
         f'worktree branch {e(run.branch)} · started {stamp(run.created_at)} UTC</p>'
     )
+    head += _undo_notice(store, data)
     if err:
         head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {e(err.get("message"))}'
                  + (f'<div class="muted">{e(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
@@ -161,6 +162,22 @@ def run_body(store: Store, run: Run) -> str:
     return (f'<div id="run" hx-get="/fragments/runs/{e(rid)}" hx-trigger="bosun:run from:body" hx-swap="outerHTML" '
             f'data-state="{e(shown)}" data-verdict="{e(verdict["outcome"] if verdict else "")}">'
             + "".join(sections) + "</div>")
+
+
+def _undo_notice(store: Store, data: RunData) -> str:
+    """Reverted (by which commit, or which revert run), the run it reverts, the branches it was applied to."""
+    notes = []
+    rev, of = data.reverted or {}, data.revert_of or {}
+    if rev.get("commit"):
+        notes.append(f'reverted on {e(rev["branch"])} by commit <code>{e(rev["commit"][:12])}</code>')
+    elif rev.get("run"):
+        other = store.get_run(rev["run"])
+        merged = f', merged as <code>{e(other.merged_commit[:12])}</code>' if other and other.merged_commit else ""
+        notes.append(f'reverted by run <a href="/runs/{e(rev["run"])}">{e(rev["run"])}</a>{merged}')
+    if of.get("run"):
+        notes.append(f'reverts run <a href="/runs/{e(of["run"])}">{e(of["run"])}</a>')
+    notes += [f'applied to {e(a["branch"])} as <code>{e(a["commit"][:12])}</code>' for a in data.applied or []]
+    return "".join(f'<p class="warn" data-undo>{n}</p>' for n in notes)
 
 
 def _section(title: str, body: str, open_: bool = False) -> str:

@@ -1,0 +1,120 @@
+"""The git side that ``revert`` and ``apply`` share: a three-way merge of trees without a work tree,
+the later commits that touch what conflicts, and moving a branch the way integration does.
+
+Invariant: nothing here touches the user's index, stash, work tree or refs except :func:`move_branch`,
+which (like integration) fast-forwards a checked-out branch with a two-way ``read-tree -m -u`` (local
+changes in other files survive, staged stays staged) after refusing, naming the files, when the user's
+uncommitted files overlap what would change; a branch that is not checked out only has its ref moved,
+compare-and-swap. Every other object written is a commit no ref points at. Nothing is pushed.
+
+``git merge-tree --write-tree`` (git 2.38) picks the merge base from the commits' history, and
+``--merge-base`` needs git 2.40; so a merge of three arbitrary trees is done on three throwaway
+commits: the base, and "ours" and "theirs" each with the base as their only parent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bosun.core.errors import BadInput, Conflict
+
+
+def three_way(repo: Path, base_tree: str, ours_tree: str, theirs_tree: str) -> tuple[str, list[str]]:
+    """The tree of merging ``base -> theirs`` into ``ours``, and the paths that conflict (their
+    conflict markers are in the tree)."""
+    from bosun.isolation.git import git
+    from bosun.isolation.snapshot import BOSUN_IDENTITY
+
+    def commit(tree: str, *parents: str) -> str:
+        args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", "bosun: three-way merge"]
+        return git(args, repo, env=BOSUN_IDENTITY).stdout.strip()
+
+    base = commit(base_tree)
+    ours, theirs = commit(ours_tree, base), commit(theirs_tree, base)
+    res = git(["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs], repo, check=False)
+    if res.returncode not in (0, 1):
+        raise Conflict(f"git merge-tree failed: {res.stderr.strip()}", "check the repository state (`git status`)")
+    tree, *paths = [p for p in res.stdout.split("\0") if p]
+    return tree.strip(), sorted(set(paths)) if res.returncode == 1 else []
+
+
+def commits_touching(repo: Path, since: str, head: str, paths: list[str]) -> list[str]:
+    """``short-sha subject`` of each commit after ``since`` up to ``head`` that changed ``paths``."""
+    from bosun.isolation.git import git
+
+    out = git(["log", "--format=%h %s", f"{since}..{head}", "--", *(f":(literal){p}" for p in paths)], repo).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def commit_on(repo: Path, tree: str, parent: str, message: str) -> str:
+    """A commit of ``tree`` on ``parent``, authored by the user's identity (bosun's when none is set)."""
+    from bosun.engine.integration import _identity
+    from bosun.isolation.git import git
+    from bosun.isolation.worktree import identity_env
+
+    env = identity_env(repo, _identity(repo))
+    return git(["commit-tree", tree, "-p", parent, "-m", message], repo, env=env).stdout.strip()
+
+
+def branch_head(repo: Path, branch: str) -> str:
+    """The commit ``branch`` points at; an unknown branch is refused with the branches there are."""
+    from bosun.isolation.git import git, resolve_commit
+    from bosun.isolation.worktree import branch_exists
+
+    if not branch or branch.startswith("-") or not branch_exists(repo, branch):
+        names = git(["for-each-ref", "--format=%(refname:short)", "refs/heads/"], repo).stdout.split()
+        shown = ", ".join(n for n in names if not n.startswith("bosun/"))[:300] or "none"
+        raise BadInput(f"no branch named {branch!r} in {repo}", f"name one of the branches there: {shown}",
+                       code="UNKNOWN_BRANCH")
+    return resolve_commit(repo, f"refs/heads/{branch}")
+
+
+def refuse_overlap(repo: Path, branch: str, head: str, new: str) -> bool:
+    """Whether ``branch`` is checked out here; when it is, refuse if the user's uncommitted files
+    overlap what moving it from ``head`` to ``new`` changes. A branch checked out in another worktree
+    is refused: moving its ref would leave that work tree behind."""
+    from bosun.engine.integration import _changed_between, _checked_out_branch
+    from bosun.isolation.snapshot import uncommitted_paths
+
+    if _checked_out_branch(repo) != branch:
+        elsewhere = _checked_out_elsewhere(repo, branch)
+        if elsewhere:
+            raise Conflict(f"branch {branch!r} is checked out in another worktree: {elsewhere}",
+                           f"run this from {elsewhere}, or switch that worktree to another branch first",
+                           code="BRANCH_CHECKED_OUT")
+        return False
+    overlap = sorted(uncommitted_paths(repo) & _changed_between(repo, head, new))
+    if overlap:
+        raise Conflict(
+            "your uncommitted changes overlap the files this would change: " + ", ".join(overlap[:5]),
+            "commit or stash those files yourself, then run this again", code="OVERLAPS_UNCOMMITTED")
+    return True
+
+
+def _checked_out_elsewhere(repo: Path, branch: str) -> str | None:
+    import os
+
+    from bosun.isolation.git import git
+
+    here = os.path.realpath(repo)
+    path = None
+    for line in git(["worktree", "list", "--porcelain"], repo).stdout.splitlines():
+        if line.startswith("worktree "):
+            path = line[len("worktree "):]
+        elif line == f"branch refs/heads/{branch}" and path and os.path.realpath(path) != here:
+            return path
+    return None
+
+
+def move_branch(repo: Path, branch: str, head: str, new: str, checked_out: bool, message: str) -> None:
+    """``branch`` from ``head`` to its child ``new``: fast-forwarded like integration when it is checked
+    out (``refuse_overlap`` said so), else only its ref, compare-and-swap."""
+    from bosun.isolation.git import git
+    from bosun.isolation.worktree import fast_forward_user_branch
+
+    if checked_out:
+        fast_forward_user_branch(repo, branch, head, new, message=message)
+        return
+    moved = git(["update-ref", "-m", message, f"refs/heads/{branch}", new, head], repo, check=False)
+    if moved.returncode != 0:
+        raise Conflict(f"branch {branch!r} moved while bosun was working", "run this again on its new tip")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core import paths
 from bosun.core.errors import BadInput, BosunError, Conflict, InvalidTransition
 from bosun.engine import locks, record
-from bosun.engine.stops import RunStopped, recorded
+from bosun.engine.stops import RunStopped, stopping
 from bosun.engine.undo_git import (
     branch_head,
     commit_on,
@@ -157,7 +157,7 @@ def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[s
     task = _revert_task(run, landing)
     new = prepare(ctx, task, repo, profile_name=run.profile, task_source=f"revert of run {run.id}")
     ctx.store.move(new, states.WORKING, f"bosun writes the revert of run {run.id}")
-    with recorded(ctx, new.id, states.WORKING):
+    with stopping(ctx, new):
         try:
             conflicts = _write_revert(new, landing)
         except BosunError as exc:

@@ -37,6 +37,9 @@ CASES: dict[str, list[list[str]] | str] = {
     **{verb: [[verb, BAD_RUN, "--json"], [verb, RUN, "--json"]]
        for verb in ("work", "verify", "approve", "integrate", "report", "cleanup", "recover", "cancel", "discard",
                     "show", "diff")},
+    "revert": [["revert", BAD_RUN, "--json"], ["revert", RUN, "--json"], ["revert", RUN, "--bogus", "--json"]],
+    "apply": [["apply", BAD_RUN, "--to", "main", "--json"], ["apply", RUN, "--to", "main", "--json"],
+              ["apply", RUN, "--json"]],  # --to is required
     "list": [["list", "--limit", "x", "--json"], ["list", "--state", "bogus", "--json"]],
     "doctor": [["doctor", "--profile", "nosuch", "--repo", "{repo}", "--json"]],
     "workers": [["workers", "--repo", "{broken}", "--json"]],

@@ -43,6 +43,19 @@ def test_transitions_are_recorded_and_illegal_ones_refused(tmp_path):
     assert rows[1]["reason"] == "go" and rows[1]["pid"] > 0
 
 
+def test_a_note_keeps_the_state_and_stays_out_of_the_runs_timing(tmp_path):
+    store = Store(tmp_path / "b.db")
+    store.insert_run(_run("run-1", state="cleaned"))
+    store.note("run-1", "reverted on main by 1a2b3c4d5e6f")
+    assert store.require_run("run-1").state == "cleaned"
+    rows = store.transitions("run-1")
+    assert [(r["from_state"], r["to_state"], r["reason"]) for r in rows][-1] == \
+        ("cleaned", "cleaned", "reverted on main by 1a2b3c4d5e6f")
+    assert [r["to_state"] for r in store.transitions("run-1", notes=False)] == ["cleaned"]
+    with pytest.raises(NotFound):
+        store.note("run-2", "nothing")
+
+
 def test_concurrent_transitions_only_one_wins(tmp_path):
     path = tmp_path / "b.db"
     Store(path).insert_run(_run("run-2"))

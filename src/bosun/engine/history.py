@@ -99,7 +99,7 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
     verification = read_json(rdir / "verification.json", None) or {}
     usage = data.get("usage") or data.get("live_usage") or {}
     cost, reported = run_cost(run, metrics, prices or _Prices())
-    transitions = store.transitions(run["id"])
+    transitions = store.transitions(run["id"], notes=False)
     started = transitions[0]["at"] if transitions else run["created_at"]
     finished = transitions[-1]["at"] if transitions and transitions[-1]["to_state"] not in _RUNNING else None
     parent = metrics.get("parent") or {}

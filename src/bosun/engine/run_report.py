@@ -62,7 +62,7 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
     worker_cost = cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
-    transitions = ctx.store.transitions(run.id)
+    transitions = ctx.store.transitions(run.id, notes=False)
     started = transitions[0]["at"] if transitions else run.created_at
     ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)

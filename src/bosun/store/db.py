@@ -191,10 +191,13 @@ class Store:
                 (run_id, row["state"], row["state"], time.time(), os.getpid(), reason),
             )
 
-    def transitions(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT from_state, to_state, at, pid, reason FROM transitions WHERE run_id = ? ORDER BY id", (run_id,)
-        )
+    def transitions(self, run_id: str, notes: bool = True) -> list[dict[str, Any]]:
+        """The run's history, oldest first; ``notes=False`` leaves out the rows of ``note`` (from and to
+        the same state), for the readers that time the run from its moves."""
+        sql = "SELECT from_state, to_state, at, pid, reason FROM transitions WHERE run_id = ?"
+        if not notes:
+            sql += " AND (from_state IS NULL OR from_state != to_state)"
+        rows = self.db.execute(sql + " ORDER BY id", (run_id,))
         return [dict(r) for r in rows]
 
     def count_active(self, remote: bool | None = None) -> int:

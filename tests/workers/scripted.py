@@ -230,5 +230,56 @@ def mode_reviewed() -> None:
         mode_fix()
 
 
+PLANTED = "return a + b if a != 7 else 0  # passes the tests, wrong for 7"
+
+
+def mode_planted() -> None:
+    """A worker that passes the tests with a planted bug, and fixes it when a revise turn names it."""
+    prompt = sys.stdin.read()
+    p = Path("src/calc.py")
+    if "Findings to fix" in prompt:
+        p.write_text(p.read_text().replace(PLANTED, FIX_NEW))
+        usage(300, 40)
+        print(f"revised in session {os.environ.get('BOSUN_RESUME_SESSION') or 'none'}")
+        return
+    print(json.dumps({"type": "session", "session_id": "sess-planted"}))
+    p.write_text(p.read_text().replace(FIX_OLD, PLANTED))
+    usage(1000, 60)
+    print("Fixed add().")
+
+
+def mode_xreview() -> None:
+    """A cross-reviewer (XREVIEW: finds, invent, crash, always_p1, prose, write, p2)."""
+    sys.stdin.read()
+    variant = os.environ.get("XREVIEW", "finds")
+    usage(500, 30)
+    if variant == "crash":
+        sys.stderr.write("reviewer: segmentation fault\n")
+        sys.exit(139)
+    if variant == "prose":
+        print("Looks fine to me.")
+        return
+    if variant == "write":
+        try:
+            Path("src/calc.py").write_text("def add(a, b):\n    return 0\n")
+        except OSError:
+            pass  # a kernel-read-only worktree refuses the write
+    code = Path("src/calc.py").read_text()
+    lines = code.splitlines()
+    line = next((i + 1 for i, ln in enumerate(lines) if "return a +" in ln), 1)
+    findings = []
+    if "a != 7" in code or variant == "always_p1":
+        findings.append({"severity": "P1", "path": "src/calc.py", "line": line,
+                         "claim": "add(7, 1) returns 0: the special case for 7 is wrong",
+                         "suggested_fix": "return a + b"})
+    if variant == "invent":
+        findings.append({"severity": "P2", "path": "src/calc.py", "line": 999, "claim": "overflowing sum"})
+    if variant == "p2":
+        findings.append({"severity": "P2", "path": "src/calc.py", "line": line, "claim": "no docstring"})
+    findings.append({"severity": "P3", "path": "src/calc.py", "line": 1, "claim": "name the parameters"})
+    print("My review:")
+    print(json.dumps({"findings": findings, "summary": f"{len(findings)} finding(s)"}))
+
+
 if __name__ == "__main__":
     globals()["mode_" + sys.argv[1]]()

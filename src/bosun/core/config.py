@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bosun.core import settings_cache
 from bosun.core.adapters import unknown_adapter
 from bosun.core.errors import BadInput
+from bosun.core.review_config import ReviewConfig
 from bosun.core.settings_cache import unknown_profile
 from bosun.core.worktree_config import PoolConfig, WorktreeConfig
 
@@ -160,6 +161,8 @@ class Settings(BaseModel):
         default="auto", description="run the verify commands on the start tree too, for the fail-to-pass proof"
     )
     self_review_min_diff_lines: int = Field(default=40, ge=0, description="skip self-review below this many changed lines")
+    review: ReviewConfig | None = Field(default=None, description="cross-review of every code run (a task's review: "
+                                        "replaces it)")
     parent_prices: Prices = Field(default_factory=lambda: DEFAULT_PARENT_PRICES.model_copy())
     profiles: dict[str, Profile] = Field(default_factory=dict)
     callers: dict[str, str] = Field(default_factory=dict)

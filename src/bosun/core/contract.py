@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bosun.core.errors import BadInput, Problem, ProblemsFound
+from bosun.core.review_config import ReviewConfig
 from bosun.core.worktree_config import WorktreeConfig
 
 
@@ -157,6 +158,10 @@ class TaskContract(_Strict):
     worktree: WorktreeConfig | None = Field(
         default=None, description="set-up of the worktree added to bosun.toml's [worktree] (include, symlink, "
         "setup, ports)",
+    )
+    review: ReviewConfig | None = Field(
+        default=None, description="cross-review by another profile after verification (replaces bosun.toml's "
+        "[review]); rounds: 0 turns it off",
     )
 
     @field_validator("prompt")

@@ -1,5 +1,5 @@
-"""A delegation: the four phases of :mod:`bosun.engine.phases` in one go, and the landing of a run
-whose verdict is landable.
+"""A delegation: the phases of :mod:`bosun.engine.phases` in one go (the cross-review's rounds too,
+when the task asks for one), and the landing of a run whose verdict is landable.
 
 The task is parsed once (the caller's) and each repository's config read once, for the whole loop;
 a run whose verdict needs review stays verified and waits for a person (engine/verdict.py). The MCP
@@ -84,7 +84,8 @@ def _attempt_verify_judge(ctx: RunContext, run: Run, task: TaskContract, on_even
         with stopping(ctx, run):
             # The baseline goes on while the change is verified: a fast worker does not wait for it.
             phases.attempt(ctx, run, task, on_event=on_event, defer_baseline=True, warm_up=True)
-            phases.verify(ctx, run, task)
+            checked = phases.verify(ctx, run, task)
+            phases.review(ctx, run, task, checked, on_event=on_event)
     except BosunError:
         _write_report(ctx, run.id)
         raise

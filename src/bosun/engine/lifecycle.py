@@ -67,7 +67,8 @@ def workable(run: Run, resume: str | None = None) -> None:
 
 
 def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Run:
-    """The verify phase again: re-run verification and all gates; ends verified or rejected."""
+    """The verify phase again: re-run verification and all gates, then the cross-review when the task
+    asks for one; ends verified or rejected."""
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         if run.state in (states.VERIFIED, states.REJECTED, states.APPROVED):
@@ -80,8 +81,9 @@ def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Ru
 
 
 def _verify_held(ctx: RunContext, run: Run, task: TaskContract | None = None) -> Run:
+    task = task or load_task(run.id)
     with stopping(ctx, run):
-        phases.verify(ctx, run, task or load_task(run.id))
+        phases.review(ctx, run, task, phases.verify(ctx, run, task))  # a changed tree is reviewed again
     return ctx.store.require_run(run.id)
 
 

@@ -9,6 +9,7 @@ phase      what it does                                                returns
 prepare    checks everything, creates the run, its snapshot, worktree  the ``Run`` (``prepared``)
 attempt    runs the worker and its fallbacks in the worktree           ``attempts.Outcome``
 verify     reads the change itself, verifies those bytes, runs gates   ``checking.Checked``
+review     another profile reads it; its P0/P1 findings are revised    ``checking.Checked``
 verdict    decides landable / needs review / refused from the record   ``verdict.Verdict``
 =========  ==========================================================  ===========================
 
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths, states
-from bosun.core.contract import TaskContract
+from bosun.core.contract import Mode, TaskContract
 from bosun.core.errors import BosunError, TimedOut
 from bosun.core.fileio import write_bytes_atomic
+from bosun.core.review_config import effective_review
 from bosun.engine import locks, record, worker_guard
 from bosun.engine.budget import check_before_dispatch
 from bosun.engine.context import RunContext, new_run_id
@@ -77,6 +79,7 @@ def prepare(
     check_before_dispatch(ctx.store, settings, task, str(repo), plan_id)
     check_holdout(repo, base, task)
 
+    review_cfg = effective_review(task.review, settings.review) if task.mode == Mode.code else None
     run_id = new_run_id()
     at = find_start(repo, task, base, carry_uncommitted, paths.run_dir(run_id) / "scratch")
     run = Run.from_row({
@@ -102,6 +105,7 @@ def prepare(
             **({"holdout": {"paths": at.hidden, "full_start": at.full_start}} if at.hidden else {}),
             "caller": os.environ.get("PARENT_AGENT") or None,
             **({"remote": True} if choice.profile.adapter == "remote" else {}),
+            **({"review_config": review_cfg.model_dump(mode="json")} if review_cfg else {}),
         },
     })
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
@@ -200,8 +204,13 @@ def _starts_afresh(ctx: RunContext, run: Run) -> None:
 
 
 def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:
+    from bosun.workers.base import Usage
+
     res = outcome.result
-    data: dict[str, Any] = {"worker": res.to_dict(), "usage": outcome.usage.to_dict(), "bosun_pid": None}
+    # The run's usage is every worker turn it took: a revise adds to what the first attempt spent.
+    usage = Usage.from_event(run.data.usage or {})
+    usage.add(outcome.usage)
+    data: dict[str, Any] = {"worker": res.to_dict(), "usage": usage.to_dict(), "bosun_pid": None}
     if res.session_id:
         ctx.store.set_columns(run, session_id=res.session_id, profile=outcome.profile)
     else:
@@ -250,6 +259,52 @@ def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     clear_error(ctx.store, run_id)
     run.data.error = None
     ctx.store.move(run, states.VERIFIED, "verification passed, all gates green")
+    return checked
+
+
+# ---------------------------------------------------------------------------------------------
+# 3b. cross-review (when the task or bosun.toml asks for it)
+
+
+def review(ctx: RunContext, run: Run, task: TaskContract, checked: Checked, on_event: Any = None) -> Checked:
+    """Review rounds on the verified run (:mod:`bosun.engine.cross_review`): each round's open P0/P1
+    findings go back to the worker as a revise turn (its session where the CLI resumes one), whose
+    change is verified again before the next round reads it. Returns what was verified last; a
+    revise that fails or is refused raises ``RunStopped`` as the attempt and verify phases do. The
+    verdict reads the record (engine/review_verdict.py)."""
+    from bosun.core.review_config import ReviewConfig
+    from bosun.engine import cross_review as cr
+    from bosun.engine.review_findings import revise_prompt
+    from bosun.engine.review_verdict import review_outcome
+
+    if not run.data.review_config or task.mode != Mode.code:
+        return checked
+    config = ReviewConfig.model_validate(run.data.review_config)
+    doc = cr.new_record(config)
+    for number in range(1, config.rounds + 1):
+        entry = cr.review_once(ctx, run, task, checked, config, number)
+        cr.add_round(run.id, doc, entry)
+        fixes = cr.to_revise(entry)
+        if not fixes or number == config.rounds:
+            break
+        before = checked.diff_sha256
+        outcome = attempt(ctx, run, task, resume=revise_prompt(task, fixes), on_event=on_event)
+        revised = {"diff_sha256_before": before, "diff_sha256_after": None, "files_changed": None,
+                   "usage": outcome.usage.to_dict(),
+                   "cost_usd": cr.priced(outcome.usage, ctx.settings(Path(run.repo)), outcome.profile)}
+        cr.note_revised(run.id, doc, revised)
+        checked = verify(ctx, run, task)
+        revised.update(diff_sha256_after=checked.diff_sha256, files_changed=checked.files_changed)
+        cr.note_revised(run.id, doc, revised)
+    refusals, _ = review_outcome(run.data.review_config, doc, checked.tree)
+    if refusals:
+        # A refusal is a rejected run, as a red gate's is: its exit code and every surface agree.
+        first = refusals[0]
+        raise RunStopped(states.REJECTED, BosunError(
+            f"refused by the cross-review: {first['sentence']}",
+            f"`bosun show {run.id}` lists the findings; revise with `bosun work {run.id} --resume \"what to fix\"` "
+            "and `bosun verify` it (the review runs again)", code=first["code"]),
+            "cross-review refused: " + ", ".join(r["code"] for r in refusals), raises=False)
     return checked
 
 

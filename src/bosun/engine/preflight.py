@@ -95,6 +95,7 @@ def check_task(
         pf.problems.append(Problem(exc.code if exc.code != "BAD_INPUT" else "NO_PROFILE", exc.message, exc.hint))
     if pf.choice is not None:
         pf.problems += profile_problems(pf.choice.profile)
+        pf.problems += review_problems(task, pf.settings, pf.choice.profile)
     pf.problems += verify_problems(task, pf.repo, pf.base)
     return pf
 
@@ -126,6 +127,30 @@ def profile_problems(profile: Profile) -> list[Problem]:
                 f"fix profile {profile.name} in bosun.toml; `bosun doctor --profile {profile.name}` checks it")
         problems.append(Problem(code, f"profile {profile.name}: {text}", hint))
     return problems
+
+
+def review_problems(task: TaskContract, settings: Settings, worker: Profile) -> list[Problem]:
+    """The cross-review can run: its profile exists, is usable, and is not the worker's (nor one the
+    worker falls back to): a worker does not review its own change."""
+    from bosun.core.contract import Mode
+    from bosun.core.review_config import effective_review
+
+    config = effective_review(task.review, settings.review)
+    if config is None or task.mode != Mode.code:
+        return []
+    fix = "set review.profile in the task (or [review] profile in bosun.toml) to a profile of another model"
+    if not config.profile:
+        return [Problem("NO_REVIEWER", f"the cross-review has {config.rounds} round(s) but no profile", fix)]
+    reviewer = settings.profiles.get(config.profile)
+    if reviewer is None:
+        known = ", ".join(sorted(settings.profiles)) or "none"
+        return [Problem("UNKNOWN_REVIEWER", f"the reviewer profile {config.profile!r} is not defined (profiles: {known})",
+                        fix)]
+    if reviewer.name == worker.name or reviewer.name in worker.fallbacks:
+        role = "the worker's profile" if reviewer.name == worker.name else f"a fallback of the worker {worker.name}"
+        return [Problem("SAME_REVIEWER", f"the reviewer {reviewer.name} is {role}: a worker does not review its own change",
+                        f"{fix}, or delegate with --profile naming another worker")]
+    return [Problem(p.code, f"reviewer {p.message}", p.hint) for p in profile_problems(reviewer)]
 
 
 def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Problem]:

@@ -23,6 +23,7 @@ GATES = "gates.json"
 REPORT = "report.md"
 METRICS = "metrics.json"
 WORKER = "worker.json"
+CROSS_REVIEW = "cross_review.json"
 
 
 class EventLog:

@@ -67,23 +67,36 @@ class Verdict(_Doc):
         return self["outcome"] == LANDABLE
 
 
+_READ = object()  # decide's default: read the run's cross-review record from its run directory
+
+
 def decide(
     run: Run,
     task: Mapping[str, Any] | None,
     gates: Sequence[Mapping[str, Any]],
     verification: Mapping[str, Any] | None,
+    cross_review: Any = _READ,
 ) -> Verdict | None:
-    """The ``Verdict`` of a run from its record; None while the
-    run has not been judged. ``task`` is the contract as JSON (task.json's ``task``)."""
+    """The ``Verdict`` of a run from its record; None while the run has not been judged. ``task`` is
+    the contract as JSON (task.json's ``task``); ``cross_review`` is the run's cross_review.json, read
+    from the run directory unless given, so no caller can judge a run without its review."""
+    from bosun.engine.review_verdict import review_outcome
+
     state = run.state
     if state in UNDECIDED:
         return None
     data = run.data
     task = task or {}
     refused = _refusals(state, data, gates, verification)
+    review_refusals: list[dict[str, str]] = []
+    cross: list[dict[str, str]] = []
+    if not refused and data.review_config:
+        record = read_cross_review(run.id) if cross_review is _READ else cross_review
+        review_refusals, cross = review_outcome(data.review_config, record, data.verified_tree)
+    refused = refused or review_refusals
     if refused:
         return Verdict(outcome=REFUSED, reasons=refused, acknowledged=None)
-    reasons = review_reasons(task, gates, verification)
+    reasons = review_reasons(task, gates, verification) + cross
     ack = data.acknowledged if reasons else None
     if ack and not {r["code"] for r in reasons} <= set(ack.get("codes") or ()):
         ack = None  # acknowledged for other reasons than these (the change was verified again since)
@@ -171,6 +184,14 @@ def one_line(verdict: Mapping[str, Any] | None) -> str:
         return f"refused ({shown})"
     ack = verdict.get("acknowledged")
     return f"needs review ({shown})" + (f"; acknowledged by {ack.get('by')}" if ack else "")
+
+
+def read_cross_review(run_id: str) -> Any:
+    """The run's cross-review record (cross_review.json), None when no review ran."""
+    from bosun.core.fileio import read_json
+    from bosun.core.paths import run_dir
+
+    return read_json(run_dir(run_id) / "cross_review.json", None)
 
 
 def of_run(run: Run) -> Verdict | None:

@@ -28,6 +28,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "holdout": (PREPARE,),
     "caller": (PREPARE,),
     "remote": (PREPARE,),
+    "review_config": (PREPARE,),
     "view_objects": ("engine.phases",),
     "environment": ("engine.worktrees",),
     "pooled": ("engine.worktrees",),

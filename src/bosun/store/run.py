@@ -39,6 +39,7 @@ class RunData:
     holdout: dict[str, Any] | None  # {paths, full_start}: the tests kept from the worker (tests: extend)
     caller: str | None
     remote: bool | None
+    review_config: dict[str, Any] | None  # {profile, rounds, block_on}: the cross-review this run gets
     view_objects: str | None
     environment: Any  # what set-up made: paths of the environment
     pooled: dict[str, Any] | None  # {path, setup_key}: the pool slot the run took

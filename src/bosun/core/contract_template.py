@@ -30,6 +30,10 @@ locked:               # globs it may never change (added to the always-locked de
 # proof: required     # required: lands on its own only if verify failed before the change and passes
 #                     # after it; not-required: refactors, docs (no verify commands still needs review)
 # permit: [tox.ini]   # always-locked paths this task may change (a reason for review, never bosun.toml)
+# review:             # cross-review: another profile reads the verified change (replaces bosun.toml's [review])
+#   profile: reviewer #   not the worker's profile
+#   rounds: 2         #   0..3 readings; the worker fixes P0/P1 findings between them (0: no review)
+#   block_on: P1      #   open findings this severe refuse the change (unset: they need a person)
 difficulty: low       # low | medium | high (derived when absent)
 risk: low             # low | medium | high
 domain: python

@@ -89,7 +89,7 @@ def priced(usage: Usage, settings: Settings, profile_name: str) -> float:
     try:
         return cost_usd(usage, settings.profile(profile_name).prices)
     except BosunError:
-        return 0.0
+        return 0.0  # a profile gone from the config since the turn: its price is unknown, the tokens stay recorded
 
 
 def add_round(run_id: str, doc: dict[str, Any], entry: dict[str, Any]) -> None:

@@ -47,7 +47,7 @@ def review_once(ctx: RunContext, run: Run, task: TaskContract, checked: Checked,
     entry: dict[str, Any] = {"round": number, "profile": config.profile, "adapter": None, "tree": checked.tree,
                              "diff_sha256": checked.diff_sha256, "status": rf.FAILED, "error": None, "summary": "",
                              "findings": [], "invalid_citations": [], "usage": None, "cost_usd": 0.0,
-                             "duration_s": None, "reviewer_s": None, "revised": None}
+                             "duration_s": None, "reviewer_s": None, "reviewer_process_s": None, "revised": None}
     try:
         reviewer = settings.profile(str(config.profile))
     except BosunError as exc:
@@ -64,6 +64,8 @@ def review_once(ctx: RunContext, run: Run, task: TaskContract, checked: Checked,
     outcome = run_attempts(ctx, settings, run, review_task, resume=None, profile_name=reviewer.name,
                            prompt_override=prompt, fresh_session=True)
     entry["reviewer_s"] = round(time.monotonic() - t0, 3)
+    # The CLI process's own wall time: the round's duration beyond it is bosun's (bench/review_round.py).
+    entry["reviewer_process_s"] = (outcome.result.process or {}).get("wall_s")
     entry["usage"] = outcome.usage.to_dict()
     entry["cost_usd"] = priced(outcome.usage, settings, reviewer.name)
     if read_run_change(run).tree != checked.tree:

@@ -61,7 +61,7 @@ def apply(ctx: RunContext, run_id: str, branch: str, reverify: bool = True) -> d
                            "nothing to do", code="ALREADY_APPLIED")
         commit = commit_on(repo, tree, head, _message(run, task, branch))
         checked_out = refuse_overlap(repo, branch, head, commit)
-        verification = _reverify(run, task, commit, branch) if reverify and task.verify else None
+        verification = _reverify_on(run, task, commit, branch) if reverify and task.verify else None
         move_branch(repo, branch, head, commit, checked_out, f"bosun: apply run {run.id}")
         done = {"branch": branch, "commit": commit, "reverified": verification is not None, "at": time.time()}
         ctx.store.write(run, applied=[*(run.data.applied or []), done])
@@ -106,7 +106,7 @@ def _message(run: Run, task: TaskContract, branch: str) -> str:
     return commit_message(run, task, verification) + f"Bosun-Applied-To: {branch}\n"
 
 
-def _reverify(run: Run, task: TaskContract, commit: str, branch: str) -> dict[str, Any]:
+def _reverify_on(run: Run, task: TaskContract, commit: str, branch: str) -> dict[str, Any]:
     """The verify commands on exactly ``commit``; a failure refuses (the branch has not moved)."""
     result = _verify_commit(run, task, commit)
     result["commit"] = commit
@@ -120,11 +120,11 @@ def _reverify(run: Run, task: TaskContract, commit: str, branch: str) -> dict[st
 
 
 def _verify_commit(run: Run, task: TaskContract, commit: str) -> dict[str, Any]:
-    from bosun.engine.integration import _reverify
+    from bosun.engine.integration import reverify_merged
     from bosun.engine.verify_commands import verify_commit, verify_confinement
 
     if run.state in OWNS_WORKTREE and run.data.verified_tree and Path(run.worktree).is_dir():
-        return _reverify(run, task, commit)  # as integrate re-verifies: the run's worktree, its set-up
+        return reverify_merged(run, task, commit)  # as integrate re-verifies: the run's worktree, its set-up
     repo = Path(run.repo)
     return verify_commit(repo, commit, task.verify, paths.run_dir(run.id) / "apply", task.title,
                          confine_to=lambda wt, home: verify_confinement(repo, wt, home))

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 BOSUN_IDENT = ("bosun", "bosun@localhost")
 
 
-def _identity(repo: Path) -> tuple[str, str]:
+def identity(repo: Path) -> tuple[str, str]:
     from bosun.isolation.git import git
 
     name = git(["config", "user.name"], repo, check=False).stdout.strip()
@@ -85,7 +85,7 @@ def _ident_env(ident: tuple[str, str]) -> dict[str, str]:
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
-def _changed_between(repo: Path, a: str, b: str) -> set[str]:
+def changed_between(repo: Path, a: str, b: str) -> set[str]:
     from bosun.isolation.git import git
 
     out = git(["diff", "--name-only", "-z", "--no-renames", a, b], repo).stdout
@@ -112,7 +112,7 @@ def _reverify_target(run: Run, merged: str, scratch: Path) -> str:
         return merged
 
 
-def _reverify(run: Run, task: TaskContract, target: str) -> dict[str, Any]:
+def reverify_merged(run: Run, task: TaskContract, target: str) -> dict[str, Any]:
     """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
     fresh HOME. The worktree is put back to the verified tree afterwards."""
     from bosun.engine.context import view_of
@@ -177,7 +177,7 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
             code="DIFF_CHANGED",
         )
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
-    ident = _identity(repo)
+    ident = identity(repo)
     if ident == BOSUN_IDENT:
         from bosun.workers.base import ev_message
 
@@ -201,8 +201,8 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
     head = resolve_commit(repo, f"refs/heads/{branch}")
     merged = landing if head == run.base else _merge(repo, head, landing, run_id, ident)
 
-    touched = _changed_between(repo, head, merged)
-    on_branch = _checked_out_branch(repo) == branch
+    touched = changed_between(repo, head, merged)
+    on_branch = checked_out_branch(repo) == branch
     if on_branch:
         overlap = sorted(uncommitted_paths(repo) & touched)
         if overlap:
@@ -214,7 +214,7 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
 
     if reverify and task.verify:
         target = _reverify_target(run, merged, scratch)
-        result = _reverify(run, task, target)
+        result = reverify_merged(run, task, target)
         result["commit"] = target
         record.write_doc(run_id, "reverification.json", result)
         if not result["passed"]:
@@ -235,7 +235,7 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
     ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED, f"merged into {branch} at {merged[:12]}")
 
 
-def _checked_out_branch(repo: Path) -> str | None:
+def checked_out_branch(repo: Path) -> str | None:
     from bosun.isolation.git import git
 
     res = git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)

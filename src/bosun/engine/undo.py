@@ -175,9 +175,9 @@ def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[s
 
 
 def _require_checked_out(repo: Path, branch: str) -> None:
-    from bosun.engine.integration import _checked_out_branch
+    from bosun.engine.integration import checked_out_branch
 
-    if _checked_out_branch(repo) != branch:
+    if checked_out_branch(repo) != branch:
         raise BadInput(f"a revert run starts from the branch you are on, and {branch!r} is not checked out in {repo}",
                        f"`git switch {branch}`, then run this again", code="NOT_CHECKED_OUT")
 

@@ -48,11 +48,11 @@ def commits_touching(repo: Path, since: str, head: str, paths: list[str]) -> lis
 
 def commit_on(repo: Path, tree: str, parent: str, message: str) -> str:
     """A commit of ``tree`` on ``parent``, authored by the user's identity (bosun's when none is set)."""
-    from bosun.engine.integration import _identity
+    from bosun.engine.integration import identity
     from bosun.isolation.git import git
     from bosun.isolation.worktree import identity_env
 
-    env = identity_env(repo, _identity(repo))
+    env = identity_env(repo, identity(repo))
     return git(["commit-tree", tree, "-p", parent, "-m", message], repo, env=env).stdout.strip()
 
 
@@ -73,17 +73,17 @@ def refuse_overlap(repo: Path, branch: str, head: str, new: str) -> bool:
     """Whether ``branch`` is checked out here; when it is, refuse if the user's uncommitted files
     overlap what moving it from ``head`` to ``new`` changes. A branch checked out in another worktree
     is refused: moving its ref would leave that work tree behind."""
-    from bosun.engine.integration import _changed_between, _checked_out_branch
+    from bosun.engine.integration import changed_between, checked_out_branch
     from bosun.isolation.snapshot import uncommitted_paths
 
-    if _checked_out_branch(repo) != branch:
+    if checked_out_branch(repo) != branch:
         elsewhere = _checked_out_elsewhere(repo, branch)
         if elsewhere:
             raise Conflict(f"branch {branch!r} is checked out in another worktree: {elsewhere}",
                            f"run this from {elsewhere}, or switch that worktree to another branch first",
                            code="BRANCH_CHECKED_OUT")
         return False
-    overlap = sorted(uncommitted_paths(repo) & _changed_between(repo, head, new))
+    overlap = sorted(uncommitted_paths(repo) & changed_between(repo, head, new))
     if overlap:
         raise Conflict(
             "your uncommitted changes overlap the files this would change: " + ", ".join(overlap[:5]),

@@ -246,3 +246,29 @@ def test_the_mcp_tools_revert_and_apply(cli, repo, task_file):
     assert BUG in (repo / "src" / "calc.py").read_text()
     code, shown = cli("show", res["id"], "--json")
     assert shown["applied"][0]["branch"] == "release" and shown["reverted"]["commit"] == reverted["revert"]["commit"]
+
+
+def test_revert_onto_worktree_of_a_run_that_added_a_test(cli, repo, tmp_path):
+    """The revert removes the test the run added, as it must. TEST_WEAKENED names it; a person waives it
+    at approval (a revert is read by a person anyway), and the revert lands."""
+    task = task_yaml(tmp_path / "t.json", locked=[], review={"profile": "noop", "rounds": 2},
+                     verify=[f"{sys.executable} -m pytest -q tests -k test_sub"])
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "fix_and_test", "--json")
+    assert res["state"] == "verified", res
+    cli("approve", res["id"], "--yes", "--json")
+    code, res = cli("integrate", res["id"], "--json")
+    assert code == 0 and res["merged_commit"], res
+    assert "test_add_zero" in (repo / "tests" / "test_calc.py").read_text()
+    code, out = cli("revert", res["id"], "--onto-worktree", "--json")
+    new = out["revert"]["run_result"]
+    assert "test_add_zero" not in (Path(new["worktree"]) / "tests" / "test_calc.py").read_text()
+    assert [r["code"] for r in new["verdict"]["reasons"]] == ["TEST_WEAKENED"], new["verdict"]
+    assert "test_add_zero" in new["verdict"]["reasons"][0]["sentence"]
+    assert "TEST_WEAKENED" in out["revert"]["hint"], out["revert"]
+    assert not (Path(new["worktree"]).parent.parent / "runs" / new["id"] / "cross_review.json").exists()
+    code, approved = cli("approve", new["id"], "--waive", "TEST_WEAKENED", "--reason",
+                         "the revert removes the test the reverted run added", "--yes", "--json")
+    assert code == 0 and approved["state"] == "approved", approved
+    code, landed = cli("integrate", new["id"], "--json")
+    assert code == 0 and BUG in (repo / "src" / "calc.py").read_text(), landed
+    assert "test_add_zero" not in (repo / "tests" / "test_calc.py").read_text()

@@ -94,6 +94,8 @@ def _finish(args: argparse.Namespace, ctx: Any, done: dict[str, Any], key: str) 
         from bosun.cli.render import print_run
 
         print_run(new, ctx.store)
+        if out[key].get("hint"):
+            sys.stdout.write(f"next: {out[key]['hint']}\n")
     return code
 
 

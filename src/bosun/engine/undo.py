@@ -171,7 +171,23 @@ def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[s
     _event(run.id, "revert_prepared", run=new.id, branch=branch, landing=landing)
     ctx.store.note(run.id, f"revert prepared as run {new.id}")
     checked = verify(ctx, new.id, task)
-    return {"run": ctx.store.require_run(run.id), "revert": done, "revert_run": checked}
+    hint = _revert_run_hint(checked)
+    return {"run": ctx.store.require_run(run.id), "revert": {**done, **({"hint": hint} if hint else {})},
+            "revert_run": checked}
+
+
+def _revert_run_hint(new: Run) -> str | None:
+    """What to do with a revert run a gate refused: removing the tests the run added is what a
+    revert does, so TEST_WEAKENED is a person's waiver to give, not a dead end."""
+    from bosun.engine.verdict import REFUSED, codes, of_run
+
+    judged = of_run(new)
+    if not judged or judged["outcome"] != REFUSED:
+        return None
+    if codes(judged) == ["TEST_WEAKENED"]:
+        return (f"the revert removes tests the reverted run added; if that is all, `bosun approve {new.id} "
+                "--waive TEST_WEAKENED --reason \"the revert removes the tests the run added\"` lands it")
+    return f"`bosun show {new.id}` explains each refusal; fix the revert with `bosun work {new.id} --resume \"...\"`"
 
 
 def _require_checked_out(repo: Path, branch: str) -> None:
@@ -184,15 +200,20 @@ def _require_checked_out(repo: Path, branch: str) -> None:
 
 def _revert_task(run: Run, landing: str) -> Any:
     """The run's own task with a revert's title and prompt: the same verify commands, scope and
-    locked paths (the revert changes exactly the files the run changed)."""
+    locked paths (the revert changes exactly the files the run changed), ``tests: rewrite`` and no
+    cross-review."""
+    from bosun.core.review_config import ReviewConfig
     from bosun.engine.context import load_task
 
     task = load_task(run.id)
     prompt = (f"Revert the change of bosun run {run.id} (commit {landing[:12]}, \"{run.title}\"). The worktree "
               "already holds the revert; where later commits touched the same lines, resolve the conflict "
               "markers keeping the later work.")
+    # The revert removes what the run added, tests too: that is a reason for a person (tests:
+    # rewrite), not a weakened test. A person reads every revert (it is never proven), so no
+    # cross-review spends tokens on it.
     return task.model_copy(update={"title": f"Revert: {run.title}"[:200], "prompt": prompt, "holdout": [],
-                                   "base": "HEAD"})
+                                   "base": "HEAD", "tests": "rewrite", "review": ReviewConfig(rounds=0)})
 
 
 def _write_revert(new: Run, landing: str) -> list[str]:

@@ -158,3 +158,22 @@ def test_bosun_toml_review_applies_and_a_task_turns_it_off(cli, repo, tmp_path, 
     code, res = cli("delegate", str(off), "--repo", str(repo), "--profile", "fix", "--json")
     assert code == 0 and res["verdict"]["outcome"] == "landable", res["verdict"]
     assert not (run_dir(res["id"]) / "cross_review.json").exists()
+
+
+def test_a_plan_task_the_review_did_not_clear_waits_for_a_person(cli, tmp_path, monkeypatch):
+    from tests.e2e.test_plans import by_id, check, make_plan_repo, run_plan, task, write_plan
+
+    monkeypatch.setenv("XREVIEW", "crash")
+    reviewer = (f'\n[profiles.xreviewer]\nadapter = "command"\nenv = ["XREVIEW"]\n'
+                f'command = ["{sys.executable}", "{WORKER}", "xreview"]\n')
+    prepo = make_plan_repo(tmp_path / "repo", extra_profiles=reviewer)
+    before = user_state(prepo)
+    plan = write_plan(tmp_path / "p.json", [
+        task("a", "@write out/a.txt a", ["out/a.txt"], verify=[check("out/a.txt", "a")],
+             review={"profile": "xreviewer", "rounds": 1}),
+    ])
+    code, res = run_plan(cli, prepo, plan)
+    assert code == 7 and res["state"] == "paused" and res["error"]["code"] == "NEEDS_REVIEW", res
+    a = by_id(res)["a"]
+    assert a["merged_commit"] is None and [r["code"] for r in a["verdict"]["reasons"]] == ["CROSS_REVIEW_FAILED"], a
+    assert user_state(prepo) == before

@@ -58,6 +58,9 @@ your judgement, changes to CI or test configuration (bosun locks those), or anyt
 - `tests`: `keep` (no existing test may change), `extend` (the default: tests may be added and
   edited, the originals still run), `rewrite` (behaviour changes on purpose).
 - `scope`: the globs the worker may change; `locked`: globs it may not touch.
+- `review`: `{"profile": "NAME", "rounds": 2}` has another configured profile (another model) read
+  the verified change; its P0/P1 findings go back to the worker and are fixed and verified again.
+  Use it for risky changes; what it leaves open waits for your person.
 - One task, one concern. Split bigger work into a plan (`plan_run`) of tasks with `depends`.
 
 ## The loop (MCP tools `mcp__bosun__*`; the same verbs exist as `bosun ... --json` in a shell)
@@ -82,8 +85,8 @@ it too: 0 landable, 7 needs review, 3 refused.
   then approve and integrate; you need not read the diff when your verify commands test the task.
 - `needs_review` (exit 7): green, but **a person must decide**. `verdict.reasons` says why, each a
   code and a sentence (not proven, no verify commands, changed expected values, a self-review that
-  escalated, a waived gate). Read these reasons to your person before approving, and show them the
-  diff if they ask. Only when they said yes, call `approve` with `acknowledge` naming every reason
+  escalated, cross-review findings still open or a reviewer that failed, a waived gate). Read these
+  reasons to your person before approving, and show them the diff if they ask. Only when they said yes, call `approve` with `acknowledge` naming every reason
   code (in a shell: `bosun approve RUN --yes`); the acknowledgment is recorded as yours. Never
   acknowledge on their behalf without asking. `auto_approve` never lands such a run: it waits.
 - `refused` (exit 3): `verdict.reasons` (and `gates.red`) name each refusal; a failed verify command

@@ -147,6 +147,15 @@ def test_a_reviewer_that_cannot_review_is_refused_before_anything_runs(cli, repo
     assert code == 2 and code_name in json.dumps(out), out
 
 
+def test_check_and_dry_run_say_who_reviews(cli, repo, tmp_path):
+    _profiles(repo)
+    task = task_yaml(tmp_path / "t.json", review={"profile": "xreviewer", "rounds": 3, "block_on": "P0"})
+    code, out = cli("check", str(task), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0 and out["review"] == {"profile": "xreviewer", "rounds": 3, "block_on": "P0"}, out
+    code, text = cli("delegate", str(task), "--repo", str(repo), "--profile", "fix", "--dry-run")
+    assert code == 0 and "cross-review: xreviewer, up to 3 round(s), refusing open P0 or worse" in text, text
+
+
 def test_bosun_toml_review_applies_and_a_task_turns_it_off(cli, repo, tmp_path, monkeypatch):
     monkeypatch.setenv("XREVIEW", "crash")
     _profiles(repo)

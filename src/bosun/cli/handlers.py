@@ -123,6 +123,11 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     out["title"] = task.title
     pf = check_task(task, Path(args.repo), args.profile, open_store())
     out.update(to_json(pf))
+    if pf.settings is not None and task.mode.value == "code":
+        from bosun.core.review_config import effective_review
+
+        review = effective_review(task.review, pf.settings.review)
+        out["review"] = review.model_dump(mode="json") if review else None  # who reads the change, if anyone
     if not pf.ok:
         from bosun.engine.preflight import PreflightFailed
 

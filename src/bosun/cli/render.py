@@ -307,6 +307,10 @@ def print_check(out: dict[str, Any]) -> None:
         w(f"profile: {routing['profile']} ({routing['reason']})\n")
     if out.get("base"):
         w(f"base: {out['base'][:12]} in {out['repo']}\n")
+    review = out.get("review")
+    if review:
+        w(f"cross-review: {review['profile']}, up to {review['rounds']} round(s)"
+          + (f", refusing open {review['block_on']} or worse" if review.get("block_on") else "") + "\n")
     worker = out.get("worker")
     if worker:
         w(f"worker: {worker['adapter']}" + (f", model {worker['model']}" if worker.get("model") else "") + "\n")

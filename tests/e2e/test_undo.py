@@ -272,3 +272,26 @@ def test_revert_onto_worktree_of_a_run_that_added_a_test(cli, repo, tmp_path):
     code, landed = cli("integrate", new["id"], "--json")
     assert code == 0 and BUG in (repo / "src" / "calc.py").read_text(), landed
     assert "test_add_zero" not in (repo / "tests" / "test_calc.py").read_text()
+
+
+def test_revert_onto_worktree_of_a_branch_that_is_not_checked_out(cli, repo, tmp_path):
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytest -q tests -k test_sub"])
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "fix", "--json")
+    cli("approve", res["id"], "--yes", "--json")
+    code, res = cli("integrate", res["id"], "--json")
+    assert code == 0 and res["merged_commit"], res
+    git(repo, "switch", "-q", "-c", "feature")
+    (repo / "NOTES.md").write_text("my uncommitted notes\n")
+    before = user_state(repo)
+    code, out = cli("revert", res["id"], "--onto-worktree", "--json")
+    new = out["revert"]["run_result"]
+    assert code == 7 and new["state"] == "verified", out
+    assert BUG in (Path(new["worktree"]) / "src" / "calc.py").read_text()
+    assert not (Path(new["worktree"]) / "NOTES.md").exists()  # another branch's run carries none of feature's work
+    assert cli("approve", new["id"], "--yes", "--json")[0] == 0
+    code, landed = cli("integrate", new["id"], "--json")
+    assert code == 0, landed
+    assert BUG in git(repo, "show", "main:src/calc.py") and git(repo, "rev-parse", "main^") .strip() == res["merged_commit"]
+    after = user_state(repo)
+    assert after["paths"] == before["paths"] and after["stash"] == before["stash"] and after["head"] == before["head"]
+    assert FIXED in (repo / "src" / "calc.py").read_text()  # the checked-out feature branch kept the fix

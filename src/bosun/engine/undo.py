@@ -150,12 +150,18 @@ def _event(run_id: str, kind: str, **fields: Any) -> None:
 def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[str, Any]:
     """A new run from the branch's tip whose worktree holds the revert, verified like any run."""
     from bosun.core import states
+    from bosun.engine.integration import checked_out_branch
     from bosun.engine.lifecycle import prepare, verify
 
     repo, branch = Path(run.repo), run.source_branch
-    _require_checked_out(repo, branch)
-    task = _revert_task(run, landing)
-    new = prepare(ctx, task, repo, profile_name=run.profile, task_source=f"revert of run {run.id}")
+    # On the branch you are on, the run carries your uncommitted work as every run does; on another
+    # branch it starts from that branch's tip exactly and lands there (its ref moves, as integrate does).
+    on_branch = checked_out_branch(repo) == branch
+    task = _revert_task(run, landing, "HEAD" if on_branch else head)
+    new = prepare(ctx, task, repo, profile_name=run.profile, task_source=f"revert of run {run.id}",
+                  carry_uncommitted=on_branch)
+    if not on_branch:
+        ctx.store.set_columns(new, source_branch=branch)
     ctx.store.move(new, states.WORKING, f"bosun writes the revert of run {run.id}")
     with stopping(ctx, new):
         try:
@@ -190,15 +196,7 @@ def _revert_run_hint(new: Run) -> str | None:
     return f"`bosun show {new.id}` explains each refusal; fix the revert with `bosun work {new.id} --resume \"...\"`"
 
 
-def _require_checked_out(repo: Path, branch: str) -> None:
-    from bosun.engine.integration import checked_out_branch
-
-    if checked_out_branch(repo) != branch:
-        raise BadInput(f"a revert run starts from the branch you are on, and {branch!r} is not checked out in {repo}",
-                       f"`git switch {branch}`, then run this again", code="NOT_CHECKED_OUT")
-
-
-def _revert_task(run: Run, landing: str) -> Any:
+def _revert_task(run: Run, landing: str, base: str) -> Any:
     """The run's own task with a revert's title and prompt: the same verify commands, scope and
     locked paths (the revert changes exactly the files the run changed), ``tests: rewrite`` and no
     cross-review."""
@@ -213,7 +211,7 @@ def _revert_task(run: Run, landing: str) -> Any:
     # rewrite), not a weakened test. A person reads every revert (it is never proven), so no
     # cross-review spends tokens on it.
     return task.model_copy(update={"title": f"Revert: {run.title}"[:200], "prompt": prompt, "holdout": [],
-                                   "base": "HEAD", "tests": "rewrite", "review": ReviewConfig(rounds=0)})
+                                   "base": base, "tests": "rewrite", "review": ReviewConfig(rounds=0)})
 
 
 def _write_revert(new: Run, landing: str) -> list[str]:

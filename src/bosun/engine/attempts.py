@@ -253,6 +253,7 @@ def run_attempts(
     meter.emit = emit
 
     first = settings.profile(profile_name or run.profile)
+    one_off = bool(prompt_override) and fresh_session  # a self- or cross-review turn, not the run's worker
     from bosun.core.redaction import register_key_names
 
     register_key_names([n for p in settings.profiles.values() if (n := p.api_key_env)])
@@ -289,7 +290,8 @@ def run_attempts(
             enforced = {**enforced, "network": (
                 f"provider-only: TCP connects to port(s) {', '.join(map(str, provider_ports(profile)))}"
                 if enforced.get("abi", 0) >= 4 else "not enforced: the kernel has no Landlock network rules")}
-        store.merge_data(run_id, sandbox=enforced)
+        if not one_off:  # a review turn's confinement is in its events; the run's record is its worker's
+            store.merge_data(run_id, sandbox=enforced)
         emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
         meter.start_attempt(profile)

@@ -66,7 +66,8 @@ def _served(srv: ReplayServer) -> dict:
     turns = [r for r in srv.requests if r.get("source") == "turn"]
     return {"turns": srv.turns_used, "errors": list(srv.errors), "models": {str(r.get("model")) for r in turns},
             "tools": {t for r in turns for t in r.get("tools") or []},
-            "results": [str(x.get("output")) for r in turns for x in r.get("tool_results") or []]}
+            "results": [str(x.get("output")) for r in turns for x in r.get("tool_results") or []],
+            "bodies": [json.dumps(r.get("body")) for r in turns]}
 
 
 def _delegate(cli, repo, tmp_path, worker_turns, review_adapter, review_model, review_turns, rounds=2):
@@ -136,6 +137,11 @@ def test_a_real_reviewer_finds_the_planted_bug_and_the_real_worker_fixes_it(
     assert PLANTED in reviewer["results"][0], reviewer["results"]
     assert "return a + b\n" in reviewer["results"][1] and "a != 7" not in reviewer["results"][1], reviewer["results"]
     assert not reviewer["tools"] & WRITE_TOOLS, reviewer["tools"]
+    # What each was told: the reviewer bosun's review prompt with the diff, the worker the finding.
+    assert "You are reviewing a change" in reviewer["bodies"][0], reviewer["bodies"][0][:2000]
+    assert json.dumps(f"+    {PLANTED}")[1:-1] in reviewer["bodies"][0], reviewer["bodies"][0][:4000]
+    revise = worker["bodies"][len(WORKER_TURNS) - 2]
+    assert "A reviewer read your change" in revise and P1["claim"] in revise and "src/calc.py:2" in revise, revise[-3000:]
     # The revise turn resumed the worker's session; each review round is a fresh session of its own.
     sessions = _sessions(res)
     assert [p for p, _ in sessions] == ["worker", "reviewer", "worker", "reviewer"], sessions
@@ -143,15 +149,20 @@ def test_a_real_reviewer_finds_the_planted_bug_and_the_real_worker_fixes_it(
     assert len({sessions[1][1], sessions[3][1], sessions[0][1]}) == 3, sessions
 
 
-def test_a_real_reviewer_that_answers_prose_needs_a_person(cli, repo, tmp_path):
+@pytest.mark.parametrize(("review_adapter", "review_model"), [
+    ("claude", "my-org/llama-70b-instruct"),
+    ("codex", "qwen3-coder-30b-a3b"),
+    ("pi", "deepseek-chat"),
+])
+def test_a_real_reviewer_that_answers_prose_needs_a_person(cli, repo, tmp_path, review_adapter, review_model):
     head = git(repo, "rev-parse", "HEAD")
-    code, res, servers = _delegate(cli, repo, tmp_path, FIX_TURNS, "claude", "my-org/llama-70b-instruct",
-                                   PROSE_TURNS)
+    code, res, servers = _delegate(cli, repo, tmp_path, FIX_TURNS, review_adapter, review_model, PROSE_TURNS)
     assert code == 7 and res["state"] == "verified" and res["merged_commit"] is None, res
     assert res["verdict"]["outcome"] == "needs_review", res["verdict"]
     assert [r["code"] for r in res["verdict"]["reasons"]] == ["CROSS_REVIEW_FAILED"], res["verdict"]
     assert "JSON report" in res["verdict"]["reasons"][0]["sentence"]
     assert git(repo, "rev-parse", "HEAD") == head
     (rnd,) = _record(res)["rounds"]
-    assert rnd["status"] == "unparseable" and rnd["adapter"] == "claude", rnd
+    assert rnd["status"] == "unparseable" and rnd["adapter"] == review_adapter, rnd
+    assert rnd["usage"]["input_tokens"] > 0, rnd
     assert servers["reviewer"]["turns"] == len(PROSE_TURNS), servers

@@ -33,7 +33,9 @@ P1 = {"severity": "P1", "path": "src/calc.py", "line": 2,
       "claim": "add() returns 0 whenever a is 7", "suggested_fix": "return a + b"}
 REVIEW_TURNS = [
     {"read": "src/calc.py"},
-    {"say": json.dumps({"findings": [P1], "summary": "add() is wrong for a == 7."})},
+    # As models often answer: a preface and a fenced report.
+    {"say": "One real defect.\n\n```json\n" + json.dumps({"findings": [P1], "summary": "add() is wrong for a == 7."},
+                                                          indent=2) + "\n```"},
     {"read": "src/calc.py"},
     {"say": json.dumps({"findings": [], "summary": "add() adds."})},
 ]

@@ -1,6 +1,6 @@
 """Cross-review through real worker CLIs, with model names they have never heard of.
 
-The worker (OpenCode) and the reviewer (Claude Code or Codex) each talk to a replay server of their
+The worker (OpenCode) and the reviewer (Claude Code, Codex or Pi) each talk to a replay server of their
 own, so each plays its own conversation: the worker's first turn and its revise turn, the reviewer's
 two rounds. The worker plants a bug the tests miss (``a != 7``); the reviewer reads the file in
 ``review`` mode (read-only), reports a P1 at src/calc.py:2 as JSON, the worker's revise turn fixes it

@@ -149,12 +149,12 @@ def compact(doc: dict[str, Any] | None, diff_sha256: str | None = None) -> dict[
 
 
 def search_text(doc: dict[str, Any] | None) -> str:
-    """What history search finds a run by: every round's summary, error and findings."""
+    """What history search finds a run by: every round's reviewer, status, summary, error and findings."""
     if doc is None:
         return ""
     parts = []
     for entry in rounds(doc):
-        parts += [f"cross-review {entry.get('status') or ''}", str(entry.get("summary") or ""),
+        parts += [f"cross-review by {entry.get('profile') or ''}: {entry.get('status') or ''}", str(entry.get("summary") or ""),
                   str(entry.get("error") or "")]
         for f in findings(entry):
             parts += [f"{f.get('severity') or ''} {where(f)}", str(f.get("claim") or ""),

@@ -52,7 +52,7 @@ def runs_page(store: Store, params: dict[str, str]) -> str:
     form = (
         '<form id="filters" class="filters" action="/" method="get" hx-get="/fragments/runs" hx-target="#runs" '
         'hx-swap="outerHTML" hx-trigger="input changed delay:250ms from:input, change">'
-        f'<input type="search" name="q" value="{e(flt.text)}" placeholder="search title, prompt, paths, gates, errors" '
+        f'<input type="search" name="q" value="{e(flt.text)}" placeholder="search title, prompt, paths, gates, findings, errors" '
         f'aria-label="search">{selects}<noscript><button>filter</button></noscript></form>'
     )
     return layout("Runs", f"<h1>Runs</h1>{form}{table}", active="runs", live="runs")

@@ -1,4 +1,4 @@
-"""The dashboard's page of one run: verdict, actions, gates, diff, verification,
+"""The dashboard's page of one run: verdict, actions, gates, diff, verification, cross-review,
 timeline, receipt, contract and transitions, rendered from the store and the run's records. Reads
 only; the two actions live in ``bosun.web.app`` and go through the engine."""
 
@@ -12,6 +12,7 @@ from typing import Any
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
 from bosun.core.states import shown_state
+from bosun.engine import review_record as rr
 from bosun.store.db import Store
 from bosun.store.run import Run, RunData
 from bosun.web.highlight import highlight_diff
@@ -44,6 +45,7 @@ def run_body(store: Store, run: Run) -> str:
     gates_doc = read_json(rdir / "gates.json", {}) or {}
     verdict = decide(run, task, gates_doc.get("gates", []), read_json(rdir / "verification.json", None))
     err = current_error(run)
+    review = rr.read(rid)
     shown = shown_state(run.state, run.merged_commit)
     head = (
         f'<h1>{e(run.title)} {state_badge(shown)}</h1>' + section(verdict) +
@@ -61,6 +63,7 @@ def run_body(store: Store, run: Run) -> str:
         _section("Gates", _gates(gates_doc), open_=True),
         _section("Diff", _diff(rdir, run), open_=True),
         _section("Verification", _verification(rdir), open_=True),
+        *([_section("Cross-review", cross_review(review), open_=True)] if review is not None else []),
         _section("Timeline", _timeline(rid)),
         _section("Receipt", _receipt(rdir, data)),
         _section("Contract", f"<pre>{pretty_json(task)}</pre>"),
@@ -154,6 +157,46 @@ def _verification(rdir: Path) -> str:
     return "".join(parts) or '<p class="muted">not verified yet</p>'
 
 
+def cross_review(doc: dict[str, Any]) -> str:
+    """Each round (reviewer, status, cost, time), its findings with the line each cites (marked when
+    the tree has no such line), and what the worker's revise turn changed."""
+    n = len(rr.rounds(doc))
+    head = (f'<p class="meta">{n} round{"" if n == 1 else "s"} by <b>{e(rr.profile(doc))}</b> · '
+            f'{money(rr.cost(doc))} · {e(rr.revised_text(doc))}</p>')
+    return head + "".join(_review_round(entry) for entry in rr.rounds(doc))
+
+
+def _review_round(entry: dict[str, Any]) -> str:
+    found = rr.findings(entry)
+    status = str(entry.get("status") or "?")
+    mark = "ok" if status == "clean" else "warn" if status == "findings" else "bad"
+    title = (f'<h3 data-round="{e(entry.get("round"))}">round {e(entry.get("round"))}: {e(entry.get("profile"))} '
+             f'({e(entry.get("adapter") or "?")}) <span class="{mark}">{e(status)}</span> · '
+             f'{e(rr.severity_text(found))} · {money(entry.get("cost_usd"))} · {duration(entry.get("duration_s"))}</h3>')
+    parts = [title]
+    if entry.get("summary"):
+        parts.append(f'<p>{e(entry["summary"])}</p>')
+    if entry.get("error"):
+        parts.append(f'<div class="error">{e(entry["error"])}</div>')
+    if found:
+        parts.append(f'<table class="findings"><tbody>{"".join(_finding(f) for f in found)}</tbody></table>')
+    rev = entry.get("revised")
+    if isinstance(rev, dict):
+        parts.append(f'<p class="muted small" data-revised>the worker revised: diff {e(rr.short(rev.get("diff_sha256_before")))} → '
+                     f'{e(rr.short(rev.get("diff_sha256_after")))}, {e(rev.get("files_changed"))} file(s), '
+                     f'{money(rev.get("cost_usd"))}</p>')
+    return "".join(parts)
+
+
+def _finding(f: dict[str, Any]) -> str:
+    where = f'<code>{e(rr.where(f))}</code>'
+    if f.get("citation"):
+        where = f'<span class="bad" data-citation="invalid">{where}</span><div class="muted small">{e(f["citation"])}</div>'
+    fix = f'<div class="muted small">fix: {e(f["suggested_fix"])}</div>' if f.get("suggested_fix") else ""
+    return (f'<tr class="finding" data-severity="{e(f.get("severity"))}"><td><b>{e(f.get("severity"))}</b></td>'
+            f'<td>{where}</td><td>{e(f.get("claim"))}{fix}</td></tr>')
+
+
 def _timeline(run_id: str) -> str:
     path = run_dir(run_id) / "events.jsonl"
     try:
@@ -204,6 +247,9 @@ def _receipt(rdir: Path, data: RunData) -> str:
             ("worker tokens", f'{u.get("input_tokens", 0)} in ({u.get("cached_input_tokens", 0)} cached), '
                               f'{u.get("output_tokens", 0)} out'),
             ("worker cost", money(w.get("cost_usd"))),
+            *([("cross-review cost", f'{money(review.get("cost_usd"))} ({review.get("rounds")} round(s) by '
+                                     f'{review.get("profile")}); worker side {money(metrics.get("worker_side_cost_usd"))}')]
+              if isinstance(review := metrics.get("review"), dict) else []),
             ("parent would have spent (est.)", f'{p.get("parent_direct_tokens")} tokens, {money(p.get("parent_direct_cost_usd"))}'),
             ("parent reads from bosun", f'{p.get("parent_actual_tokens")} tokens (compression {p.get("compression")}x)'),
             ("saving after worker cost", money(p.get("saving_usd"))),

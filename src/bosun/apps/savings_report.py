@@ -2,7 +2,8 @@
 
 Totals come from the history index (``bosun.engine.history``), one row of figures per run:
 
-* worker tokens and cost (as the CLI reported it, else priced at the profile's prices);
+* worker tokens and cost (as the CLI reported it, else priced at the profile's prices), a
+  cross-reviewer's included: it is a worker too;
 * parent tokens *estimated* by the receipt (what the parent would have spent doing the change
   itself, and what it read from bosun instead) and *measured* when the parent reported its own
   usage for the run (``parent_measured`` in the run's data);

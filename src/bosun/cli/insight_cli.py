@@ -12,8 +12,9 @@ import sys
 EXIT_OK = 0  # bosun.core.errors.EXIT_OK, without importing it on the parser's path
 
 HISTORY_EPILOG = """\
-every word must occur (in the title, prompt, final message, changed paths, gate details or errors);
-quote nothing: `calc.py` and `VERIFY_FAILED` work as they are; end a word with * for a prefix.
+every word must occur (in the title, prompt, final message, changed paths, gate details, cross-review
+findings or errors); quote nothing: `calc.py` and `VERIFY_FAILED` work as they are; end a word with *
+for a prefix.
 
 examples:
   bosun history calc.py                       runs that touched or mentioned calc.py
@@ -34,7 +35,7 @@ def add_insight_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignor
         return sub.add_parser(name, help=help, description=description or help, epilog=epilog,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    p = add("history", "search every run: title, prompt, final message, changed paths, gates, errors",
+    p = add("history", "search every run: title, prompt, final message, changed paths, gates, findings, errors",
             epilog=HISTORY_EPILOG)
     p.add_argument("query", metavar="QUERY", nargs="?", default="", help="words to find (empty: every run)")
     p.add_argument("--state", help="only runs in this state")

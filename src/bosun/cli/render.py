@@ -75,7 +75,7 @@ def print_run(run: Run, store: Store | None = None) -> None:
     shown = shown_state(run)
     state = r["state"] if shown == r["state"] else f"cleaned: {shown}"
     out(f"run {r['id']}  [{state}]  {r['title']}\n")
-    for line in verdict_lines(r):
+    for line in [*verdict_lines(r), *cross_review_lines(r.get("cross_review"))]:
         out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
     out(f"  source    {r['source_branch']} @ {r['base'][:12]}\n")
@@ -197,6 +197,34 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
             lines.append(f"answer: NOT verified - {bad} of {cites['checked']} citation(s) are not backed by the start tree")
             lines.extend(f"  - {c['cite']}: {c.get('problem')}" for c in cites.get("invalid", [])[:8])
     return lines
+
+
+def cross_review_lines(doc: Mapping[str, Any] | None) -> list[str]:
+    """The cross-review: rounds, reviewer and cost; what each earlier round sent back to the worker;
+    the last round's findings, each with the problem of a citation the tree does not back."""
+    if not doc or not doc.get("rounds"):
+        return []
+    from bosun.engine.review_record import where
+
+    *earlier, last = doc["rounds"]
+    n = len(doc["rounds"])
+    stale = " (of an earlier diff: the run changed since it was reviewed)" if doc.get("of_current_diff") is False else ""
+    lines = [f"cross-review: {n} round{'' if n == 1 else 's'} by {doc['profile']}, ${doc['cost_usd']:.4f}{stale}"]
+    for entry in earlier:
+        lines.append(f"  round {entry['round']}: {_round_words(entry)}" + (", the worker revised" if entry.get("revised") else ""))
+    if last.get("findings"):
+        lines.extend(f"  {f['severity']} {where(f)} {f['claim']}"
+                     + (f" (citation not found: {f['citation']})" if f.get("citation") else "") for f in last["findings"])
+    else:
+        lines.append(f"  round {last['round']}: {_round_words(last)}")
+    return lines
+
+
+def _round_words(entry: Mapping[str, Any]) -> str:
+    status, found = entry.get("status"), entry.get("findings") or []
+    if status in ("findings", "clean"):
+        return f"{len(found)} finding{'' if len(found) == 1 else 's'}" if found else "no findings"
+    return f"{status}" + (f" ({entry['error']})" if entry.get("error") else "")
 
 
 def _next_step(r: Mapping[str, Any]) -> str:

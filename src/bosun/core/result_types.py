@@ -33,6 +33,7 @@ class RunResult(_RunResultKeys, total=False):
     """The keys every result has, and those only some runs (or the full, not brief, form) have."""
 
     review: dict[str, Any]  # the self-review's verdict
+    cross_review: dict[str, Any]  # {config, profile, rounds, revise_rounds, open_p0_p1, cost_usd, of_current_diff}
     answer_verified: bool | None  # an explore/review answer's citations, all backed
     citations: dict[str, Any]
     read_only_violation: dict[str, Any]

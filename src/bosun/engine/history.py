@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.engine import review_record
 from bosun.store.db import Store
 from bosun.store.history import RunFilter, list_runs, refresh_start, save_index, stale_runs
 
@@ -45,7 +46,7 @@ def refresh(store: Store, batch: int = 500) -> int:
 
 def search(store: Store, flt: RunFilter, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
     """Runs matching the filter (free text over title, prompt, final message, changed paths, gate
-    details and errors), newest first, each with a ``snippet`` of what matched."""
+    details, cross-review findings and errors), newest first, each with a ``snippet`` of what matched."""
     refresh(store)
     runs = list_runs(store, flt, limit=limit, offset=offset)
     for run in runs:
@@ -71,7 +72,9 @@ def document(store: Store, run: dict[str, Any]) -> dict[str, str]:
         "prompt": str(task.get("prompt") or ""),
         "final": str((data.get("worker") or {}).get("final_text") or ""),
         "paths": "\n".join(changed_paths(rdir)),
-        "gates": "\n".join(f"{g.get('code')} {'ok' if g.get('ok') else 'FAILED'} {g.get('detail', '')}" for g in gates),
+        # The cross-review's findings sit with the gates: both are checks of the change (no new column).
+        "gates": "\n".join([*(f"{g.get('code')} {'ok' if g.get('ok') else 'FAILED'} {g.get('detail', '')}" for g in gates),
+                            *filter(None, [review_record.search_text(review_record.read(run["id"]))])]),
         "errors": "\n".join(e for e in errors if e.strip()),
     }
 
@@ -91,7 +94,8 @@ def changed_paths(rdir: Path) -> list[str]:
 
 
 def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> dict[str, Any]:
-    """The run's figures: duration, worker tokens and cost, parent tokens (estimated and measured)."""
+    """The run's figures: duration, worker tokens and cost (the cross-reviewer's included: it is a
+    worker too, and its cost comes off the saving), parent tokens (estimated and measured)."""
     rdir = run_dir(run["id"])
     data = run.get("data") or {}
     metrics = read_json(rdir / "metrics.json", {}) or {}
@@ -99,6 +103,8 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
     verification = read_json(rdir / "verification.json", None) or {}
     usage = data.get("usage") or data.get("live_usage") or {}
     cost, reported = run_cost(run, metrics, prices or _Prices())
+    review = reviewer_spend(run["id"], metrics)
+    cost = round(cost + review["cost_usd"], 6)
     transitions = store.transitions(run["id"], notes=False)
     started = transitions[0]["at"] if transitions else run["created_at"]
     finished = transitions[-1]["at"] if transitions and transitions[-1]["to_state"] not in _RUNNING else None
@@ -111,8 +117,8 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
         "started_at": started,
         "ended_at": finished,
         "duration_s": round(finished - started, 3) if finished else None,
-        "input_tokens": int(usage.get("input_tokens") or 0),
-        "output_tokens": int(usage.get("output_tokens") or 0),
+        "input_tokens": int(usage.get("input_tokens") or 0) + review["input_tokens"],
+        "output_tokens": int(usage.get("output_tokens") or 0) + review["output_tokens"],
         "worker_cost_usd": cost,
         "cost_reported": int(reported),
         "parent_direct_tokens": parent.get("parent_direct_tokens"),
@@ -161,6 +167,19 @@ def run_cost(run: dict[str, Any], metrics: dict[str, Any], prices: _Prices) -> t
     if worker.get("cost_usd") is not None:
         return float(worker["cost_usd"]), False
     return prices.cost(run, usage), False
+
+
+def reviewer_spend(run_id: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The run's cross-reviewer's tokens and cost: the receipt's figures, else the record's (a run
+    reported before its review, or not reported yet); zero for a run without review."""
+    review = metrics.get("review")
+    if not isinstance(review, dict):
+        doc = review_record.read(run_id)
+        review = {"usage": doc.get("usage"), "cost_usd": review_record.cost(doc)} if doc else {}
+    usage = review.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return {"input_tokens": int(usage.get("input_tokens") or 0), "output_tokens": int(usage.get("output_tokens") or 0),
+            "cost_usd": float(review.get("cost_usd") or 0.0)}
 
 
 class _Prices:

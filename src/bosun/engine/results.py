@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.engine.review_record import compact as compact_review
+from bosun.engine.review_record import read as read_review
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -68,6 +70,10 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
+    cross_review = read_review(run.id)
+    if cross_review is not None:
+        # Another profile's review of the change: its rounds, findings and cost (engine/review_record.py).
+        result["cross_review"] = compact_review(cross_review, run.diff_sha256)
     if isinstance(citations, dict):
         # Explore and review answers: which path:line citations the start tree backs.
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}

@@ -11,6 +11,7 @@ from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
 from bosun.core.states import shown_state
 from bosun.engine import record
+from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
 from bosun.engine.results import run_result
 from bosun.engine.verdict import one_line
@@ -67,8 +68,11 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
     ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)
     returned = json.dumps(result, separators=(",", ":"))
+    review = rr.read(run.id)
+    # The cross-reviewer is a worker too: what it cost comes off the saving, as the worker's cost does.
+    worker_side = round(worker_cost + rr.cost(review), 6)
     estimate = parent_savings(
-        _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_cost
+        _base_files_text(run, _changed_paths(diff_text)), diff_text, returned, settings.parent_prices, worker_side
     )
     return {
         "run_id": run.id,
@@ -85,10 +89,12 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
             "prices_per_million": prices.model_dump() if prices else None,
             "attempts": len(ctx.store.attempts(run.id)),
         },
+        "review": rr.metrics(review),
+        "worker_side_cost_usd": worker_side,
         "diff": diff_stats(diff_text),
         "parent": estimate,
         # Present when the parent was metered (delegated through `bosun mcp`): measured, not estimated.
-        "parent_measured": measured_receipt(data.parent_measured, estimate, settings.parent_prices, worker_cost),
+        "parent_measured": measured_receipt(data.parent_measured, estimate, settings.parent_prices, worker_side),
     }
 
 
@@ -131,11 +137,16 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     lines += ["", "## Gates", ""]
     for g in gates:
         lines.append(f"- {'ok  ' if g['ok'] else 'FAIL'} {g['code']}: {g.get('detail', '')}")
+    lines += review_markdown(rr.read(run.id))
     w, p = metrics["worker"], metrics["parent"]
     lines += ["", "## Receipt", ""]
     u = w["usage"]
     lines.append(f"- worker tokens: {u['input_tokens']} in ({u['cached_input_tokens']} cached), "
                  f"{u['output_tokens']} out ({u['reasoning_tokens']} reasoning); cost ${w['cost_usd']:.4f}")
+    review = metrics.get("review")
+    if review:
+        lines.append(f"- cross-review by {review['profile']}: ${review['cost_usd']:.4f}; worker side in all "
+                     f"${metrics['worker_side_cost_usd']:.4f}")
     lines.append(f"- parent would have spent ~{p['parent_direct_tokens']} tokens; it reads "
                  f"{p['parent_actual_tokens']} from bosun (compression {p['compression']}x)")
     lines.append(f"- estimated saving at parent prices ({p['parent_prices_date']}): ${p['saving_usd']:.4f}")
@@ -150,3 +161,32 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
         when = time.strftime("%H:%M:%S", time.gmtime(t["at"]))
         lines.append(f"- {when} {t['from_state'] or '-'} -> {t['to_state']} (pid {t['pid']}): {t['reason']}")
     return "\n".join(lines) + "\n"
+
+
+def review_markdown(doc: dict[str, Any] | None) -> list[str]:
+    """The report's Cross-review section: a line per round, its findings under it, then the cost."""
+    if doc is None:
+        return []
+    lines = ["", "## Cross-review", ""]
+    for entry in rr.rounds(doc):
+        found = rr.findings(entry)
+        cost = float(entry.get("cost_usd") or 0.0)
+        lines.append(f"- round {entry.get('round')}: {entry.get('profile')}, {entry.get('status')}, "
+                     f"{rr.severity_text(found)}, ${cost:.4f}, {entry.get('duration_s')}s"
+                     + (f"; {entry['error']}" if entry.get("error") else ""))
+        if entry.get("summary"):
+            lines.append(f"  - summary: {entry['summary']}")
+        lines += [f"  - {finding_markdown(f)}" for f in found]
+    n = len(rr.rounds(doc))
+    lines.append(f"- review cost ${rr.cost(doc):.4f} over {n} round{'' if n == 1 else 's'}; {rr.revised_text(doc)}")
+    return lines
+
+
+def finding_markdown(f: dict[str, Any]) -> str:
+    """``P1 src/calc.py:2: claim (fix: ...)``, marked when the cited line is not in the tree."""
+    text = f"{f.get('severity')} {rr.where(f)}: {f.get('claim')}"
+    if f.get("suggested_fix"):
+        text += f" (fix: {f['suggested_fix']})"
+    if f.get("citation"):
+        text += f" **[citation invalid: {f['citation']}]**"
+    return text

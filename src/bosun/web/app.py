@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from bosun.core.errors import BosunError
 from bosun.core.paths import check_run_id, run_dir
 from bosun.store.db import Store, open_store
-from bosun.web import pages
+from bosun.web import pages, run_page
 from bosun.web.html import e, layout
 from bosun.web.security import Guard, allowed_hosts
 
@@ -104,7 +104,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         rid = _run_id(request)
         if rid is None:
             return _not_found()
-        return await html(pages.run_page, stores.get(), rid)
+        return await html(run_page.run_page, stores.get(), rid)
 
     async def run_fragment(request: Request) -> Response:
         rid = _run_id(request)
@@ -114,7 +114,7 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         def body() -> str | None:
             store = stores.get()
             r = store.get_run(rid)
-            return pages.run_body(store, r) if r else None
+            return run_page.run_body(store, r) if r else None
 
         return await html(body)
 

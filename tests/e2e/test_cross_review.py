@@ -65,6 +65,14 @@ def test_the_reviewer_finds_a_planted_bug_and_the_worker_fixes_it_in_round_2(cli
     assert "revised in session sess-planted" in events
     code, shown = cli("show", res["id"], "--json")
     assert shown["usage"]["input_tokens"] == 1300, shown.get("usage")
+    metrics = json.loads((run_dir(res["id"]) / "metrics.json").read_text())
+    assert metrics["worker"]["attempts"] == 2  # the first turn and the revise; the reviewer's are its own
+    from bosun.engine.results import run_result
+    from bosun.store.db import open_store
+
+    brief = run_result(open_store().require_run(res["id"]), brief=True)["cross_review"]
+    assert "diff_sha256" not in json.dumps(brief) and shown["cross_review"]["rounds"][0]["diff_sha256"]
+    assert brief["rounds"][0]["findings"][0]["severity"] == "P1"  # what the parent reads keeps the findings
     assert user_state(repo)["stash"] == before["stash"]
 
 

@@ -113,7 +113,7 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
     attempts = store.attempts(run["id"])
     return {
         "caller": data.get("caller"),
-        "adapter": attempts[-1]["adapter"] if attempts else None,
+        "adapter": worker_adapter(run, attempts),
         "started_at": started,
         "ended_at": finished,
         "duration_s": round(finished - started, 3) if finished else None,
@@ -134,6 +134,13 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
 
 
 _RUNNING = ("prepared", "working", "worked")
+
+
+def worker_adapter(run: dict[str, Any], attempts: list[dict[str, Any]]) -> str | None:
+    """The CLI of the run's worker: its last attempt by the run's profile (a cross-reviewer's turns
+    are attempts of the run too, by another profile)."""
+    own = [a for a in attempts if a.get("profile") == run.get("profile")] or attempts
+    return own[-1]["adapter"] if own else None
 
 
 def measured_parent_tokens(value: Any) -> int | None:

@@ -73,7 +73,7 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
     cross_review = read_review(run.id)
     if cross_review is not None:
         # Another profile's review of the change: its rounds, findings and cost (engine/review_record.py).
-        result["cross_review"] = compact_review(cross_review, run.diff_sha256)
+        result["cross_review"] = compact_review(cross_review, run.diff_sha256, brief=brief)
     if isinstance(citations, dict):
         # Explore and review answers: which path:line citations the start tree backs.
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}

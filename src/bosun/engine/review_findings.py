@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.engine.review_verdict import SEVERITIES
+from bosun.engine.review_verdict import SEVERITIES, where
 from bosun.engine.self_review import extract_json
 
 if TYPE_CHECKING:
@@ -76,12 +76,6 @@ def revise_prompt(task: TaskContract, findings: list[dict[str, Any]]) -> str:
              for f in findings]
     return REVISE.format(title=task.title, prompt=task.prompt.strip(), findings="\n".join(lines))
 
-
-def where(finding: dict[str, Any]) -> str:
-    path = finding.get("path")
-    if not path:
-        return "(no path)"
-    return f"{path}:{finding['line']}" if finding.get("line") else str(path)
 
 
 def judge_answer(text: str | None, worktree: Path) -> dict[str, Any]:

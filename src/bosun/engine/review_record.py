@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
-from bosun.engine.review_verdict import SEVERITIES, at_least
+from bosun.engine.review_verdict import SEVERITIES, at_least, where
 
 TYPE_CHECKING = False  # not typing's: the fast CLI paths avoid importing typing
 if TYPE_CHECKING:
@@ -90,12 +90,6 @@ def severity_text(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items()) or "no findings"
 
 
-def where(finding: dict[str, Any]) -> str:
-    path = finding.get("path")
-    if not path:
-        return "(no path)"
-    return f"{path}:{finding['line']}" if finding.get("line") else str(path)
-
 
 def short(sha: Any) -> str:
     return str(sha)[:8] if sha else "-"
@@ -127,10 +121,11 @@ def metrics(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def compact(doc: dict[str, Any] | None, diff_sha256: str | None = None) -> dict[str, Any] | None:
+def compact(doc: dict[str, Any] | None, diff_sha256: str | None = None, brief: bool = False) -> dict[str, Any] | None:
     """The record as the result object carries it (``cross_review`` of `show --json`): the rounds
-    with their status, findings and cost, without the usage details. ``of_current_diff`` says whether
-    the last round read the run's current diff (False: the run changed since it was reviewed)."""
+    with their status, findings and cost, without the usage details (``brief``, as the parent reads
+    it: without the diff hashes either). ``of_current_diff`` says whether the last round read the
+    run's current diff (False: the run changed since it was reviewed)."""
     if doc is None:
         return None
     shown = []
@@ -143,6 +138,12 @@ def compact(doc: dict[str, Any] | None, diff_sha256: str | None = None) -> dict[
         shown.append(item)
     last = shown[-1] if shown else None
     current = None if last is None or not diff_sha256 else last.get("diff_sha256") == diff_sha256
+    if brief:  # what a parent reads: the hashes are for the record (of_current_diff says what they prove)
+        for item in shown:
+            item.pop("diff_sha256", None)
+            if item["revised"]:
+                item["revised"] = {"files_changed": item["revised"]["files_changed"],
+                                   "cost_usd": item["revised"]["cost_usd"]}
     return {"config": doc.get("config"), "profile": profile(doc), "rounds": shown,
             "revise_rounds": len(revisions(doc)), "open_p0_p1": open_blocking(doc),
             "cost_usd": round(cost(doc), 6), "of_current_diff": current}

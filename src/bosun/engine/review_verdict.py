@@ -59,7 +59,7 @@ def review_outcome(config: Mapping[str, Any] | None, record: Mapping[str, Any] |
                                     f"{_rounds(n)}: {_list(still_open)}"))
     bad = [f for f in findings if f.get("citation")]
     if bad:
-        shown = "; ".join(f"{_where(f)} ({f['citation']})" for f in bad[:3])
+        shown = "; ".join(f"{where(f)} ({f['citation']})" for f in bad[:3])
         reasons.append(_r(CITATION, f"the reviewer cited {len(bad)} line(s) that are not in the tree: {shown}"))
     return refusals, reasons
 
@@ -78,11 +78,12 @@ def _rounds(n: int) -> str:
     return f"{n} review round" + ("" if n == 1 else "s")
 
 
-def _where(f: Mapping[str, Any]) -> str:
+def where(f: Mapping[str, Any]) -> str:
+    """A finding's ``path:line`` as every surface writes it."""
     path = f.get("path") or "(no path)"
     return f"{path}:{f['line']}" if f.get("line") else str(path)
 
 
 def _list(findings: list[dict[str, Any]]) -> str:
-    shown = "; ".join(f"{f.get('severity')} {_where(f)} {str(f.get('claim') or '')[:120]}" for f in findings[:3])
+    shown = "; ".join(f"{f.get('severity')} {where(f)} {str(f.get('claim') or '')[:120]}" for f in findings[:3])
     return shown + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")

@@ -51,6 +51,11 @@ def _changed_paths(diff_text: str) -> list[str]:
     return out
 
 
+def _reviewer(data: Any) -> str | None:
+    """The cross-reviewer's profile: its turns are attempts of the run, not of its worker."""
+    return (data.review_config or {}).get("profile")
+
+
 def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
     rdir = paths.run_dir(run.id)
     settings = ctx.settings(Path(run.repo))
@@ -87,7 +92,7 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
             "cost_usd": worker_cost,
             "cost_reported_by_cli_usd": usage.cost_usd,
             "prices_per_million": prices.model_dump() if prices else None,
-            "attempts": len(ctx.store.attempts(run.id)),
+            "attempts": sum(1 for a in ctx.store.attempts(run.id) if a.get("profile") != _reviewer(data)),
         },
         "review": rr.metrics(review),
         "worker_side_cost_usd": worker_side,

@@ -72,8 +72,8 @@ CASES: dict[str, list[list[str]] | str] = {
 
 # The verbs whose failure keeps their own keys (docs/cli.md): `ok: false` and what was checked.
 OWN_KEYS = {
-    "check": {"ok", "task", "title", "dry_run", "repo", "base", "routing", "warnings"},
-    "delegate": {"ok", "task", "title", "dry_run", "repo", "base", "routing", "warnings"},  # --dry-run
+    "check": {"ok", "task", "title", "dry_run", "repo", "base", "routing", "warnings", "review"},
+    "delegate": {"ok", "task", "title", "dry_run", "repo", "base", "routing", "warnings", "review"},  # --dry-run
     "plan check": {"ok", "plan", "title", "tasks", "waves", "warnings"},
 }
 

@@ -108,7 +108,6 @@ def _record(res: dict) -> dict:
 @pytest.mark.parametrize(("review_adapter", "review_model"), [
     ("claude", "my-org/llama-70b-instruct"),
     ("codex", "deepseek-chat"),
-    ("pi", "my-org/llama-70b-instruct"),
 ])
 def test_a_real_reviewer_finds_the_planted_bug_and_the_real_worker_fixes_it(
         cli, repo, tmp_path, review_adapter, review_model):
@@ -151,11 +150,9 @@ def test_a_real_reviewer_finds_the_planted_bug_and_the_real_worker_fixes_it(
     assert len({sessions[1][1], sessions[3][1], sessions[0][1]}) == 3, sessions
 
 
-@pytest.mark.parametrize(("review_adapter", "review_model"), [
-    ("claude", "my-org/llama-70b-instruct"),
-    ("codex", "qwen3-coder-30b-a3b"),
-    ("pi", "deepseek-chat"),
-])
+# One reviewer CLI is enough here (the suite's time is bounded): how a prose answer is judged does
+# not depend on the CLI that carried it. Pi, which the other test does not drive.
+@pytest.mark.parametrize(("review_adapter", "review_model"), [("pi", "deepseek-chat")])
 def test_a_real_reviewer_that_answers_prose_needs_a_person(cli, repo, tmp_path, review_adapter, review_model):
     head = git(repo, "rev-parse", "HEAD")
     code, res, servers = _delegate(cli, repo, tmp_path, FIX_TURNS, review_adapter, review_model, PROSE_TURNS)

@@ -12,20 +12,9 @@ import pytest
 
 from bosun.cli.render import cross_review_lines
 from bosun.engine.review_record import compact
-from tests.engine.review_support import REVIEWER, ROUND_COST, make_runs, record
-from tests.web.support import shared_home
+from tests.engine.review_support import REVIEWER, ROUND_COST, record, reviewed_runs_fixtures
 
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return shared_home(tmp_path_factory.mktemp("show"), make_runs)
-
-
-@pytest.fixture
-def runs(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    home, made = shared
-    monkeypatch.setenv("BOSUN_HOME", str(home))
-    return made
+shared, runs = reviewed_runs_fixtures("show")
 
 
 def show(*args: str) -> str:

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bosun.store.run import Run
 from tests.conftest import WORKER, git
-from tests.web.support import delegated
+from tests.web.support import delegated, shared_home
 
 REVIEWER = "xreviewer"
 PRICES = "prices = {input = 1.0, output = 2.0}"
@@ -60,3 +62,20 @@ def record(**over: Any) -> dict[str, Any]:
            "usage": None, "cost_usd": 0.25, "revise_rounds": 0}
     doc.update(over)
     return doc
+
+
+def reviewed_runs_fixtures(name: str) -> tuple[Any, Any]:
+    """A test module's fixtures ``shared`` (the reviewed runs, made once per module under a home of
+    their own) and ``runs`` (that home set for one test): ``shared, runs = reviewed_runs_fixtures(...)``."""
+
+    @pytest.fixture(scope="module")
+    def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
+        return shared_home(tmp_path_factory.mktemp(name), make_runs)
+
+    @pytest.fixture
+    def runs(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+        home, made = shared
+        monkeypatch.setenv("BOSUN_HOME", str(home))
+        return made
+
+    return shared, runs

@@ -12,20 +12,9 @@ from bosun.core.paths import run_dir
 from bosun.engine.review_record import read
 from bosun.engine.run_report import review_markdown
 from bosun.store.db import open_store
-from tests.engine.review_support import REVIEWER, ROUND_COST, make_runs, record
-from tests.web.support import shared_home
+from tests.engine.review_support import REVIEWER, ROUND_COST, record, reviewed_runs_fixtures
 
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return shared_home(tmp_path_factory.mktemp("receipt"), make_runs)
-
-
-@pytest.fixture
-def runs(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    home, made = shared
-    monkeypatch.setenv("BOSUN_HOME", str(home))
-    return made
+shared, runs = reviewed_runs_fixtures("receipt")
 
 
 def _metrics(run_id: str) -> dict[str, Any]:

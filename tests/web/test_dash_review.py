@@ -8,8 +8,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette would rather have httpx2; httpx is what bosun pins
     from starlette.testclient import TestClient
@@ -17,24 +15,15 @@ with warnings.catch_warnings():
 from bosun.core.fileio import write_json_atomic
 from bosun.core.paths import run_dir
 from bosun.web.app import create_app
-from tests.engine.review_support import REVIEWER, make_runs, record
-from tests.web.support import delegated, shared_home
+from tests.engine.review_support import REVIEWER, record, reviewed_runs_fixtures
+from tests.web.support import delegated
 
 
 def client() -> TestClient:
     return TestClient(create_app("t0ken-for-tests", 8765, None), base_url="http://127.0.0.1:8765")
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return shared_home(tmp_path_factory.mktemp("dash-review"), make_runs)
-
-
-@pytest.fixture
-def runs(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    home, made = shared
-    monkeypatch.setenv("BOSUN_HOME", str(home))
-    return made
+shared, runs = reviewed_runs_fixtures("dash-review")
 
 
 def _section(page: str) -> str:

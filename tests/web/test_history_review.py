@@ -15,20 +15,10 @@ from bosun.core.paths import run_dir
 from bosun.engine.history import search
 from bosun.store.db import open_store
 from bosun.store.history import RunFilter, facts_since
-from tests.engine.review_support import make_runs, record
-from tests.web.support import delegated, shared_home
+from tests.engine.review_support import record, reviewed_runs_fixtures
+from tests.web.support import delegated
 
-
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    return shared_home(tmp_path_factory.mktemp("history"), make_runs)
-
-
-@pytest.fixture
-def runs(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    home, made = shared
-    monkeypatch.setenv("BOSUN_HOME", str(home))
-    return made
+shared, runs = reviewed_runs_fixtures("history")
 
 
 def _ids(text: str) -> list[str]:

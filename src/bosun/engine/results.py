@@ -41,11 +41,12 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
     from bosun.engine.verdict import decide
 
     task_doc = read_json(rdir / "task.json", {}) or {}
+    cross_review = read_review(run.id)  # read once: the verdict and the result's own block
     result: dict[str, Any] = {
         "id": run.id,
         "state": run.state,
         # The one verdict (engine/verdict.py): landable, needs_review (with its reasons) or refused.
-        "verdict": decide(run, task_doc.get("task"), gates_doc.get("gates", []), verification),
+        "verdict": decide(run, task_doc.get("task"), gates_doc.get("gates", []), verification, cross_review),
         # The verdicts come first: the self-review's, and whether an answer's citations are backed.
         **({"review": _review(review_doc)} if review_doc is not None else {}),
         **({"answer_verified": citations.get("answer_verified")} if isinstance(citations, dict) else {}),
@@ -70,7 +71,6 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
-    cross_review = read_review(run.id)
     if cross_review is not None:
         # Another profile's review of the change: its rounds, findings and cost (engine/review_record.py).
         result["cross_review"] = compact_review(cross_review, run.diff_sha256, brief=brief)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.engine.review_verdict import SEVERITIES, where
-from bosun.engine.self_review import extract_json
+from bosun.engine.self_review import extract_json, prompt_parts
 
 if TYPE_CHECKING:
     from bosun.core.contract import TaskContract
@@ -61,12 +61,7 @@ REVISE = """A reviewer read your change to this task and found problems. Fix the
 
 
 def build_prompt(task: TaskContract, diff: str, verification: dict[str, Any], max_diff: int = 60000) -> str:
-    cmds = verification.get("commands", [])
-    ver = "\n".join(f"- {' '.join(c['argv'])}: exit {c['exit_code']}" for c in cmds) or "- none"
-    crit = "\n".join(f"- {c}" for c in task.acceptance) or "- the task is done as the prompt says"
-    if len(diff) > max_diff:
-        diff = diff[:max_diff] + "\n[... diff truncated ...]"
-    return PROMPT.format(title=task.title, prompt=task.prompt.strip(), criteria=crit, verification=ver, diff=diff)
+    return PROMPT.format(**prompt_parts(task, diff, verification, max_diff))
 
 
 def revise_prompt(task: TaskContract, findings: list[dict[str, Any]]) -> str:

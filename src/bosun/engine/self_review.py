@@ -51,14 +51,18 @@ Check every criterion against the code in this repository. Answer with ONE JSON 
  "summary": "one sentence"}}
 """
 
-def build_prompt(task: TaskContract, diff: str, digest: str, verification: dict[str, Any], max_diff: int = 60000) -> str:
+def prompt_parts(task: TaskContract, diff: str, verification: dict[str, Any], max_diff: int = 60000) -> dict[str, str]:
+    """What a review prompt shows of the run (self-review's here, cross-review's in review_findings)."""
     cmds = verification.get("commands", [])
     ver = "\n".join(f"- {' '.join(c['argv'])}: exit {c['exit_code']}" for c in cmds) or "- none"
     crit = "\n".join(f"- {c}" for c in task.acceptance) or "- the task is done as the prompt says"
     if len(diff) > max_diff:
         diff = diff[:max_diff] + "\n[... diff truncated ...]"
-    return PROMPT.format(title=task.title, prompt=task.prompt.strip(), criteria=crit, verification=ver,
-                         digest=digest, diff=diff)
+    return {"title": task.title, "prompt": task.prompt.strip(), "criteria": crit, "verification": ver, "diff": diff}
+
+
+def build_prompt(task: TaskContract, diff: str, digest: str, verification: dict[str, Any], max_diff: int = 60000) -> str:
+    return PROMPT.format(digest=digest, **prompt_parts(task, diff, verification, max_diff))
 
 
 def extract_json(text: str | None) -> dict[str, Any] | None:

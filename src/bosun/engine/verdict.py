@@ -80,6 +80,7 @@ def decide(
     """The ``Verdict`` of a run from its record; None while the run has not been judged. ``task`` is
     the contract as JSON (task.json's ``task``); ``cross_review`` is the run's cross_review.json, read
     from the run directory unless given, so no caller can judge a run without its review."""
+    from bosun.engine.review_record import read as read_review
     from bosun.engine.review_verdict import review_outcome
 
     state = run.state
@@ -91,7 +92,7 @@ def decide(
     review_refusals: list[dict[str, str]] = []
     cross: list[dict[str, str]] = []
     if not refused and data.review_config:
-        record = read_cross_review(run.id) if cross_review is _READ else cross_review
+        record = read_review(run.id) if cross_review is _READ else cross_review
         review_refusals, cross = review_outcome(data.review_config, record, data.verified_tree)
     refused = refused or review_refusals
     if refused:
@@ -184,14 +185,6 @@ def one_line(verdict: Mapping[str, Any] | None) -> str:
         return f"refused ({shown})"
     ack = verdict.get("acknowledged")
     return f"needs review ({shown})" + (f"; acknowledged by {ack.get('by')}" if ack else "")
-
-
-def read_cross_review(run_id: str) -> Any:
-    """The run's cross-review record (cross_review.json), None when no review ran."""
-    from bosun.core.fileio import read_json
-    from bosun.core.paths import run_dir
-
-    return read_json(run_dir(run_id) / "cross_review.json", None)
 
 
 def of_run(run: Run) -> Verdict | None:

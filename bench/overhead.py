@@ -241,7 +241,7 @@ def time_imports(env: dict[str, str], runs: int = 7) -> float:
     """A fresh interpreter importing every module a delegate loads (the CLI's fixed cost)."""
     code = (
         "import bosun.cli.main, bosun.cli.handlers, bosun.core.contract, bosun.engine.lifecycle, "
-        "bosun.engine.attempts, bosun.engine.gating, bosun.gates, bosun.engine.run_report, bosun.engine.verify_commands, "
+        "bosun.engine.attempts, bosun.isolation.gating, bosun.gates, bosun.engine.run_report, bosun.isolation.verify_commands, "
         "bosun.workers.command, bosun.isolation.worktree, bosun.isolation.guard, bosun.engine.routing"
     )
     times = []
@@ -328,8 +328,8 @@ PROBES = (
     ("bosun.isolation.change", "read_change", "  scan (bosun's view: the change as a tree)"),
     ("bosun.isolation.change", "materialize", "  materialize (worktree = exactly that tree)"),
     ("bosun.isolation.change", "tree_diff", "  tree_diff (diff of the verified tree)"),
-    ("bosun.engine.verify_commands", "run_verification", "  verify commands"),
-    ("bosun.engine.gating", "evaluate", "  gates (evaluate)"),
+    ("bosun.isolation.verify_commands", "run_verification", "  verify commands"),
+    ("bosun.isolation.gating", "evaluate", "  gates (evaluate)"),
     ("bosun.gates", "run_gates", "    run_gates"),
     ("bosun.engine.delegation", "_write_report", "report"),
     ("bosun.engine.metrics", "count_tokens", "  count_tokens (incl. tokenizer load)"),

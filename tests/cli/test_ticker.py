@@ -7,7 +7,7 @@ import threading
 import time
 
 from bosun.cli.ticker import Ticker, verify_ticker
-from bosun.engine.verify_commands import SHOW_PROGRESS
+from bosun.isolation.verify_commands import SHOW_PROGRESS
 
 
 class Terminal(io.StringIO):

@@ -79,7 +79,7 @@ def verify_ticker(enabled: bool, stream: IO[str] | None = None) -> Iterator[None
     if not enabled or not _is_tty(stream):
         yield
         return
-    from bosun.engine.verify_commands import SHOW_PROGRESS
+    from bosun.isolation.verify_commands import SHOW_PROGRESS
 
     show: Callable[[str], contextlib.AbstractContextManager[None]] = Ticker(stream).show
     token = SHOW_PROGRESS.set(show)

@@ -31,6 +31,7 @@ from bosun.engine.stops import clear_error
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
+    from bosun.isolation.change import Change
     from bosun.store.db import Store
     from bosun.store.run import Run
 
@@ -52,20 +53,15 @@ __all__ = ["ESCALATED", "FAILED", "PASSED", "SKIPPED", "UNPARSEABLE"]  # self-re
 # read-only modes
 
 
-def quarantine_read_only_writes(store: Store, run: Run, task: TaskContract) -> GateResult | None:
-    """For a non-``code`` run: save what the worker wrote as ``violation.patch``, restore the worktree
-    to the start tree and return the red gate. None for code runs and for read-only runs that wrote
-    nothing. Call before the change is computed, so the change of a read-only run is always empty.
+def read_only_gate(store: Store, run: Run, task: TaskContract, discarded: Change | None) -> GateResult | None:
+    """READ_ONLY_VIOLATION for a non-``code`` run that wrote: what verification took out of its
+    worktree (``discarded``, :func:`bosun.isolation.verification.verify_worked`) is kept as
+    ``violation.patch`` and recorded. None for code runs and for read-only runs that wrote nothing.
     A violation sticks to the run: re-verifying the restored tree does not make it approvable."""
-    from bosun.engine.context import read_run_change, view_of
-    from bosun.isolation.change import materialize
-
     if task.mode == Mode.code:
         return None
-    change = read_run_change(run)
-    if change.problems:
-        return None  # a change bosun cannot represent is refused on its own, before anything runs
-    if not change.changes:
+    change = discarded
+    if change is None:
         earlier = run.data.read_only_violation
         if earlier:
             return GateResult(READ_ONLY_VIOLATION, False,
@@ -74,10 +70,6 @@ def quarantine_read_only_writes(store: Store, run: Run, task: TaskContract) -> G
         return None
     files = sorted({c.path for c in change.changes})
     write_bytes_atomic(paths.run_dir(run.id) / VIOLATION_PATCH, change.diff)
-    # Back to exactly the start tree (ignored files included). A later `work --resume` starts clean,
-    # and nothing the worker wrote can be verified, approved or merged.
-    view = view_of(run)
-    materialize(view, view.git(["rev-parse", f"{run.start_commit}^{{tree}}"]).strip().decode())
     store.merge_data(run.id, read_only_violation={
         "files": files[:50], "count": len(files), "patch": VIOLATION_PATCH,
         "diff_sha256": hashlib.sha256(change.diff).hexdigest(),

@@ -24,7 +24,7 @@ from bosun.core.contract import Mode, TaskContract
 from bosun.engine import locks, record
 from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
-from bosun.engine.worktrees import run_env
+from bosun.isolation.run_env import run_env
 from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
@@ -150,7 +150,7 @@ def worker_confinement(
     the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
     TMPDIR, git guard and task file. ``caches``: the profile's CLI caches kept across runs
     (workers/cli_cache.py), which the CLI itself writes."""
-    from bosun.engine.worktrees import environment_reads
+    from bosun.isolation.run_env import environment_reads
     from bosun.sandbox import Confinement
 
     worktree = Path(run.worktree)

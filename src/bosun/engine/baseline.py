@@ -3,7 +3,7 @@
 A change is *proven* when at least one verify command failed on the start tree (the baseline) and
 every one passes on the change. Tests that already passed before prove nothing about the change,
 and bosun says so. When the worker changed existing tests, the proof is taken with the original
-tests held out (see :mod:`bosun.engine.heldout`): a rewritten test proves nothing either.
+tests held out (see :mod:`bosun.isolation.heldout`): a rewritten test proves nothing either.
 
 The baseline runs in a detached checkout of the start commit (an idle worktree of the warm pool
 when there is one, else a new worktree), in a thread started when the worker starts, so it costs no
@@ -51,19 +51,14 @@ def _cache_path(key: str) -> Path:
 
 def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
-    from bosun.engine.verify_commands import verify_checkout, verify_commit, verify_confinement
     from bosun.isolation.git import tree_of
+    from bosun.isolation.verify_commands import verify_checkout, verify_commit, verify_confinement
 
     repo = Path(run.repo)
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = (run.data.holdout or {}).get("full_start") or run.start_commit
-    from bosun.engine.worktrees import (
-        before_verify,
-        borrow_checkout,
-        environment_identity,
-        return_checkout,
-        with_run_env,
-    )
+    from bosun.engine.worktrees import borrow_checkout, return_checkout
+    from bosun.isolation.run_env import before_verify, environment_identity, with_run_env
 
     key = cache_key(tree_of(repo, start), task)
     env_id = environment_identity(run)

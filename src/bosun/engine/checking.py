@@ -4,7 +4,7 @@
 exactly those bytes, runs every gate on that tree, and the self-review when the profile asks for it.
 Its ``Checked`` is everything the verdict is built from; ``lifecycle`` records it and moves the run
 to ``verified`` (every gate green) or ``rejected``, and ``engine/verdict.py`` reads the record. The
-gates come from five places (the worker step's git-dir watch, the read-only quarantine, the tree's
+gates come from five places (the worker step's git-dir watch, the read-only violation, the tree's
 gates, the answer check, the self-review); they are put together here and nowhere else.
 """
 
@@ -41,27 +41,33 @@ class Checked:
 
 
 def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
-    """Verify exactly the tree bosun computes from the worktree; see :mod:`bosun.engine.verifying`."""
+    """Verify exactly the tree bosun computes from the worktree: one call below the engine
+    (:func:`bosun.isolation.verification.verify_worked`), then the proof, the record and the gates
+    only the engine knows (the answer, the read-only violation, the self-review)."""
     from bosun.core.contract import Mode
     from bosun.engine import approval
-    from bosun.engine.verifying import digest, gates_for_tree, verify_change
-    from bosun.isolation.lingering import stop_lingering
+    from bosun.engine.verifying import digest, prove
+    from bosun.isolation.heldout import rewritten_gate
+    from bosun.isolation.verification import verify_worked
 
     run_id = run.id
-    settings = ctx.settings(Path(run.repo))
-    window = run.data.worker_window
-    killed = stop_lingering(Path(run.worktree), (window[0], window[1]) if window else None)
-    if killed:
-        system_event(run_id, "stopped processes the worker left running before verification: " + ", ".join(killed[:10]))
-    violation = approval.quarantine_read_only_writes(ctx.store, run, task)  # read-only modes land nothing
-    change = read_run_change(run)
-    verification, extra_gates = verify_change(run, task, change, tamper_gates(run))
+    found = verify_worked(run, task, ctx.settings(Path(run.repo)), tamper_gates(run))
+    if found.killed:
+        system_event(run_id, "stopped processes the worker left running before verification: "
+                     + ", ".join(found.killed[:10]))
+    violation = approval.read_only_gate(ctx.store, run, task, found.discarded)  # read-only modes land nothing
+    verification, gates = found.verification, list(found.gates)
+    if found.ran and task.mode == Mode.code and task.verify:
+        heldout_doc = found.heldout_doc
+        verification.update(prove(run, task, heldout_doc or verification))
+        held = found.held
+        gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
+                                    verification.get("baseline") or None, found.kept_tests_changed,
+                                    held.excused if held else []))
     record.write_doc(run_id, record.VERIFICATION, verification)
-    diff, gates = gates_for_tree(run, task, settings, change.tree, verification,
-                                 on_disk=not verification.get("skipped"), scanned=change)
-    gates = extra_gates + gates
+    gates.extend(found.tree_gates)
     gates.extend(g for g in (violation, approval.answer_gate(ctx.store, ctx.store.require_run(run_id), task)) if g)
-    checked = Checked(change.tree, diff, digest(diff), len(change.changes), verification, gates)
+    checked = Checked(found.change.tree, found.diff, digest(found.diff), len(found.change.changes), verification, gates)
     if not checked.failed and task.mode == Mode.code:
         checked.gates.extend(self_review(ctx, run, task, checked))
     return checked

@@ -22,7 +22,7 @@ from bosun.engine import record
 from bosun.store.db import Store
 
 if TYPE_CHECKING:
-    from bosun.isolation.change import Change, View
+    from bosun.isolation.change import Change
     from bosun.store.run import Run
 
 
@@ -72,6 +72,7 @@ def leftover_diff(run: Run) -> bytes:
     verified (``diff.patch``) when the worktree is still exactly the verified tree, else diffed anew.
     A landed run's worktree is that tree, so its clean-up does not diff the same two trees again."""
     from bosun.isolation.change import read_tree, tree_diff
+    from bosun.isolation.run_env import view_of
 
     view = view_of(run)
     tree, _ = read_tree(view)
@@ -85,23 +86,13 @@ def leftover_diff(run: Run) -> bytes:
     return tree_diff(view, view.start, tree)
 
 
-def view_of(run: Run) -> View:
-    """The run's view; made on first use for runs prepared before views existed (no seed index)."""
-    from bosun.isolation.change import create_view, view_for
-
-    rdir = paths.run_dir(run.id)
-    objects = run.data.view_objects
-    if objects:
-        view = view_for(rdir, Path(run.worktree), Path(objects), run.start_commit)
-        if view.git_dir.is_dir():
-            return view
-    return create_view(rdir, Path(run.worktree), Path(run.repo), run.start_commit, seed=False)
 
 
 def read_run_change(run: Run) -> Change:
     """The worker's change as it is on disk now, read through the run's own view: the one way the
     engine reads a change (``isolation.change.read_change`` does it for a view)."""
     from bosun.isolation.change import read_change
+    from bosun.isolation.run_env import view_of
 
     return read_change(view_of(run))
 

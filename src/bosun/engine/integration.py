@@ -115,10 +115,10 @@ def _reverify_target(run: Run, merged: str, scratch: Path) -> str:
 def reverify_merged(run: Run, task: TaskContract, target: str) -> dict[str, Any]:
     """Verify ``target`` exactly, the way verification ran: materialized by bosun's view in the worktree,
     fresh HOME. The worktree is put back to the verified tree afterwards."""
-    from bosun.engine.context import view_of
-    from bosun.engine.verifying import run_verify_commands
     from bosun.isolation.change import materialize
     from bosun.isolation.git import tree_of
+    from bosun.isolation.run_env import view_of
+    from bosun.isolation.verification import run_verify_commands
 
     view = view_of(run)
     try:
@@ -151,9 +151,9 @@ def landing_commit(repo: Path, run: Run, diff: bytes, message: str, scratch: Pat
 
 
 def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool) -> None:
-    from bosun.engine.context import view_of
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import git, resolve_commit
+    from bosun.isolation.run_env import view_of
     from bosun.isolation.snapshot import uncommitted_paths
     from bosun.isolation.worktree import fast_forward_user_branch
 

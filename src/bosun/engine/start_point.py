@@ -33,7 +33,7 @@ def check_holdout(repo: Path, base: str, task: TaskContract) -> None:
         return
     # Holdout files need the gates' notion of a test path. Imported only for a task that has them: the
     # gates package is the largest import of a delegation, and until the worker stops nothing else needs it.
-    from bosun.engine.heldout import holdout_paths
+    from bosun.isolation.heldout import holdout_paths
 
     if not holdout_paths(repo, base, task.holdout):
         raise BadInput(f"holdout {task.holdout} matches no file at {task.base}",
@@ -59,7 +59,7 @@ def find_start(repo: Path, task: TaskContract, base: str, carry_uncommitted: boo
     full_start = snapshot or base
     start, hidden = full_start, list[str]()
     if task.holdout:
-        from bosun.engine.heldout import strip_holdout
+        from bosun.isolation.heldout import strip_holdout
 
         start, hidden = strip_holdout(repo, full_start, task.holdout, scratch)
     return StartPoint(source_branch, head, uncommitted, snapshot, full_start, start, hidden)

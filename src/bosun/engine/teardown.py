@@ -45,7 +45,7 @@ def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
         saved = preserve_diff(run)
         _restore_worktree_pointer(run)
         close_worktree(ctx.store, ctx.settings(Path(run.repo)), run, diff_saved=saved)  # to the pool, or removed
-        from bosun.engine.verify_commands import verify_worktree
+        from bosun.isolation.verify_commands import verify_worktree
 
         baseline_wt = verify_worktree(paths.run_dir(run_id) / "baseline")
         if baseline_wt.exists():  # a baseline that bosun was killed in the middle of (or a crash)
@@ -62,8 +62,8 @@ def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
 
 def _restore_worktree_pointer(run: Run) -> None:
     """A worker may have replaced the worktree's ``.git`` file; git needs bosun's to remove it."""
-    from bosun.engine.context import view_of
     from bosun.isolation.change import restore_pointer
+    from bosun.isolation.run_env import view_of
 
     if Path(run.worktree).is_dir() and (paths.run_dir(run.id) / "view.git").is_dir():
         restore_pointer(view_of(run))

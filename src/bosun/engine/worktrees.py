@@ -2,8 +2,8 @@
 
 ``make_worktree`` (the prepare phase) is the three steps below. ``open_worktree`` leases a pooled worktree when ``[pool] size`` is set and one is idle, or
 adds a fresh one. ``set_up_run`` (prepare, after the view exists) leases the run's ports, copies,
-links and runs the set-up, and tells the view which paths are environment. ``before_verify`` (each
-verification) puts the environment back and refuses when something behind a link changed.
+links and runs the set-up, and tells the view which paths are environment. What set-up left for the
+worker and each verification (ports, the manifest) is read through ``isolation/run_env.py``.
 ``close_worktree`` (cleanup) gives a pooled worktree back or removes a fresh one, and frees the ports.
 """
 
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core import paths
-from bosun.core.changes import GateResult
 from bosun.core.config import Settings
 from bosun.core.contract import TaskContract
 from bosun.isolation import setup as su
@@ -92,54 +91,16 @@ def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path,
     return env
 
 
-def run_env(run: Run) -> dict[str, str]:
-    """What the worker and the verify commands get from set-up: ``BOSUN_PORT`` and ``BOSUN_PORT_RANGE``."""
-    from bosun.isolation.ports import block_of
-
-    block = block_of(run.data.ports)
-    return block.env() if block else {}
 
 
-def with_run_env(task: TaskContract, run: Run) -> TaskContract:
-    """The task with the run's ports added to every verify command's environment."""
-    extra = run_env(run)
-    if not extra:
-        return task
-    verify = [c.model_copy(update={"env": {**extra, **c.env}}) for c in task.verify]
-    return task.model_copy(update={"verify": verify})
 
 
-def environment_identity(run: Run) -> str | None:
-    """What the run's set-up is, for caches of results that depend on it (the baseline): the set-up
-    key, the paths and the fingerprint of their content. None without set-up. Ports are left out."""
-    env = su.read_manifest(paths.run_dir(run.id))
-    if env is None:
-        return None
-    return f"{env.setup_key}\0{sorted(env.links)}\0{env.copies}\0{env.fingerprint}"
 
 
-def environment_reads(run: Run) -> tuple[Path, ...]:
-    """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
-    env = su.read_manifest(paths.run_dir(run.id))
-    return tuple(Path(t) for t in env.links.values()) if env else ()
 
 
-def before_verify(run: Run, workdir: Path) -> None:
-    """The environment put back into ``workdir`` as set-up left it (the worker may have replaced it)."""
-    env = su.read_manifest(paths.run_dir(run.id))
-    if env is not None:
-        su.restore(env, workdir)
 
 
-def environment_gates(run: Run) -> list[GateResult]:
-    """``ENVIRONMENT_CHANGED`` when anything set-up put in place changed since (a write through a link,
-    possible only without the sandbox): the verify commands would not run in the set-up the run had."""
-    env = su.read_manifest(paths.run_dir(run.id))
-    if env is None or not su.changed_since_setup(env):
-        return []
-    return [GateResult("ENVIRONMENT_CHANGED", False,
-                       "files set-up put in place (linked or copied: " + ", ".join(env.paths[:6]) + ") changed "
-                       "after set-up; a write through a link changes the verify environment")]
 
 
 def borrow_checkout(run: Run, commit: str) -> Path | None:

@@ -5,7 +5,7 @@ When a change renames ``foo`` to ``bar`` (or removes a deprecated alias), the st
 refuse every honest rename. So, in the original test file that bosun puts back, each test function
 that names a removed definition is replaced by ``pass`` (line numbers kept) and the removed names
 leave its imports; every other original test still runs. What was taken out is reported, and a test
-taken out that failed before the change is a reason for review (engine/heldout.py): removing the
+taken out that failed before the change is a reason for review (isolation/heldout.py): removing the
 subject of a failing test fixes nothing those tests check. Pure: text in, text out.
 """
 

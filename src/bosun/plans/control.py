@@ -144,7 +144,7 @@ def abort_plan(ctx: RunContext, plan_id: str) -> dict[str, Any]:
             if run.state != states.CLEANED:
                 discard_run(ctx, run.id)
         pdir = plan_dir(plan_id)
-        from bosun.engine.verify_commands import verify_worktree
+        from bosun.isolation.verify_commands import verify_worktree
 
         remove_worktree(repo, verify_worktree(pdir), None, delete_branch=False)
         plan_git.delete_branch(repo, row["integration_branch"])

@@ -303,7 +303,7 @@ class WaveDriver:
 
     def _confine_verify(self, worktree: Path, home: Path) -> Any:
         # Plan verify runs workers' merged code: confined like every verification.
-        from bosun.engine.verify_commands import verify_confinement
+        from bosun.isolation.verify_commands import verify_confinement
 
         return verify_confinement(self.repo, worktree, home)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.contract import TaskContract
 from bosun.core.errors import BadInput, BosunError, Conflict
-from bosun.engine.verify_commands import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
+from bosun.isolation.verify_commands import verify_commit  # noqa: F401  (the plan runner's verify step; runs use it too)
 
 if TYPE_CHECKING:
     from bosun.store.run import Run
@@ -107,10 +107,10 @@ def build_landing(run: Run, task: TaskContract, plan_id: str, task_id: str) -> t
     from bosun.core import paths
     from bosun.core.fileio import read_json
     from bosun.engine import record
-    from bosun.engine.context import view_of
     from bosun.engine.integration import commit_message
     from bosun.engine.verifying import digest as sha256_of
     from bosun.isolation.change import tree_diff
+    from bosun.isolation.run_env import view_of
 
     repo = Path(run.repo)
     rdir = paths.run_dir(run.id)
@@ -132,7 +132,7 @@ def build_landing(run: Run, task: TaskContract, plan_id: str, task_id: str) -> t
     hold = data.holdout or {}
     if hold.get("paths"):
         # The worker started without the holdout files: they go back in, on the commit that has them.
-        from bosun.engine.heldout import with_holdout
+        from bosun.isolation.heldout import with_holdout
 
         parent = hold["full_start"]
         tree = with_holdout(view_of(run), tree, parent, hold["paths"])

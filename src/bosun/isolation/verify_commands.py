@@ -1,7 +1,7 @@
 """Independent verification: bosun runs the task's verify commands itself.
 
 The worker's claims about tests are never used. The caller hands over a directory that holds exactly
-the bytes to verify (see :mod:`bosun.engine.verifying`) and a HOME made for this verification alone.
+the bytes to verify (see :mod:`bosun.isolation.verification`) and a HOME made for this verification alone.
 Each command runs through ``bosun.proc`` with the allowlisted environment (plus the entry's own
 ``env``), in the entry's ``cwd``, its own process group and a timeout; the result records argv,
 exit code, duration and the tail of its output.

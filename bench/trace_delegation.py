@@ -9,7 +9,10 @@ the main thread that sees every call into and return from a bosun function. From
 * ``transitions``: changes of the executing module along the trace (calls and returns);
 * ``climbs``: transitions into a higher layer (the layers of tests/project/test_layering.py): the
   reader's path going back up, e.g. from ``isolation`` back to ``engine``;
-* ``engine_exits``: how often the task leaves the engine layer for a lower one and comes back.
+* ``engine_exits``: how often the task leaves the engine layer for a lower one and comes back;
+* ``handoffs``: the excursions below the engine that start a process (git, the worker, a verify
+  command), per phase: where the task itself leaves the engine to be acted on, as opposed to a
+  store write or a value built by a lower layer's constructor.
 
 Nothing outside a temp dir is touched (BOSUN_HOME, the config and git's config are temp files).
 ``--write`` replaces the generated section of docs/architecture.md.
@@ -91,8 +94,20 @@ WIRING = {
 }
 
 
+def _spawners() -> set[Any]:
+    """The C functions a process starts through (``subprocess`` forks with ``fork_exec``; bosun's
+    read-only verbs ``posix_spawn``)."""
+    import _posixsubprocess
+
+    return {f for f in (_posixsubprocess.fork_exec, os.posix_spawn, getattr(os, "posix_spawnp", None), os.fork) if f}
+
+
 def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any], dict[str, set[tuple[str, int]]]]:
     path: list[str] = []
+    in_phase: list[str] = []  # the phase each step of ``path`` was taken in ("-": outside every phase)
+    spawns: set[int] = set()  # steps of ``path`` during which a process started
+    spawners = _spawners()
+    profile_phases: list[tuple[Any, str]] = []
     lines: dict[str, set[tuple[str, int]]] = {}
     phase_stack: list[tuple[Any, str]] = []
     below: set[str] = set()
@@ -116,14 +131,27 @@ def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any], dict[
         return tracer
 
     def profiler(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call":
+            if arg in spawners and path:
+                spawns.add(len(path) - 1)
+            return
         if event not in ("call", "return"):
             return
         name = frame.f_globals.get("__name__", "")
-        if event == "return":
+        if event == "call":
+            phase = PHASES.get((name, frame.f_code.co_name))
+            if phase is not None:
+                profile_phases.append((frame, phase))
+            if (name, frame.f_code.co_name) == ("bosun.sandbox", "spawn") and path:
+                spawns.add(len(path) - 1)  # a confined start forks in a thread of its own
+        else:
+            if profile_phases and profile_phases[-1][0] is frame:
+                profile_phases.pop()
             back = frame.f_back
             name = back.f_globals.get("__name__", "") if back is not None else ""
         if name.startswith("bosun") and (not path or path[-1] != name):
             path.append(name)
+            in_phase.append(profile_phases[-1][1] if profile_phases else "-")
 
     from bosun.cli.main import main
 
@@ -137,7 +165,30 @@ def trace(repo: Path, task: Path) -> tuple[list[str], int, dict[str, Any], dict[
     finally:
         sys.settrace(None)
         sys.setprofile(None)
+    lines["handoffs"] = handoffs(path, in_phase, spawns)  # type: ignore[assignment]
     return path, code, json.loads(out.getvalue().strip().splitlines()[-1]), lines
+
+
+def handoffs(path: list[str], in_phase: list[str], spawns: set[int]) -> dict[str, Counter[str]]:
+    """Per phase, the excursions below the engine during which a process started, by the engine
+    module that made the call and the lower module it called."""
+    engine = RANK["engine"]
+    out: dict[str, Counter[str]] = {}
+    start = None
+    for i in range(1, len(path)):
+        below = layer_of(path[i]) > engine
+        if start is None and below and layer_of(path[i - 1]) <= engine:
+            start = i
+        elif start is not None and not below:
+            if any(j in spawns for j in range(start, i)):
+                key = f"{unit_name(path[start - 1])} -> {unit_name(path[start])}"
+                out.setdefault(in_phase[start - 1], Counter())[key] += 1
+            start = None
+    return out
+
+
+def unit_name(module: str) -> str:
+    return module.removeprefix("bosun.")
 
 
 def layer_of(module: str) -> int:
@@ -164,12 +215,19 @@ def measure(path: list[str]) -> dict[str, Any]:
             "climb_pairs": Counter(f"{unit(a)} -> {unit(b)}" for a, b in climbs).most_common(8)}
 
 
-def phase_rows(lines: dict[str, set[tuple[str, int]]]) -> list[str]:
+PHASE_ORDER = ("prepare", "attempt", "verify", "verdict", "land", "-")
+
+
+def phase_rows(lines: dict[str, set[tuple[str, int]]], handed: dict[str, Counter[str]]) -> list[str]:
     rows = []
-    for phase in ("prepare", "attempt", "verify", "verdict", "land"):
+    for phase in PHASE_ORDER:
         seen = lines.get(phase, set())
         files = {f for f, _ in seen}
-        rows.append(f"| {phase} | {len(seen)} | {len(files)} |")
+        calls = handed.get(phase, Counter())
+        where = "; ".join(f"{k}" + (f" ({n})" if n > 1 else "") for k, n in sorted(calls.items())) or "none"
+        name = phase if phase != "-" else "outside the phases"
+        shown = (f"{len(seen)} | {len(files)}" if phase != "-" else "- | -")
+        rows.append(f"| {name} | {shown} | {sum(calls.values())} | {where} |")
     return rows
 
 
@@ -198,9 +256,11 @@ def report(m: dict[str, Any], state: str, verdict: str) -> str:
         "",
         "Lines of bosun's code each phase ran (distinct lines executed on the main thread while in the",
         "phase, the modules those lines are in): what a reader must follow to know what the phase does.",
+        "Handoffs: the times the task leaves the engine to be acted on (an excursion below the engine",
+        "during which a process starts: git, the worker, a verify command), and the call each one is.",
         "",
-        "| phase | lines run | modules |",
-        "|---|---|---|",
+        "| phase | lines run | modules | handoffs | engine -> lower module |",
+        "|---|---|---|---|---|",
         *m["phase_rows"],
         "",
         f"The wiring (`engine/delegation.py` and `engine/phases.py`) calls into {len(callees)} modules "
@@ -228,7 +288,8 @@ def main() -> int:
         os.chdir(ROOT)
     m = measure(path)
     m["wiring_callees"] = sorted(lines.pop("wiring callees"))  # type: ignore[arg-type]
-    m["phase_rows"] = phase_rows(lines)
+    handed = lines.pop("handoffs")  # type: ignore[arg-type]
+    m["phase_rows"] = phase_rows(lines, handed)  # type: ignore[arg-type]
     verdict = (result.get("verdict") or {}).get("outcome")
     text = report(m, result.get("state"), verdict)
     print(text)

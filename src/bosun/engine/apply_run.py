@@ -120,7 +120,7 @@ def _reverify_on(run: Run, task: TaskContract, commit: str, branch: str) -> dict
 
 
 def _verify_commit(run: Run, task: TaskContract, commit: str) -> dict[str, Any]:
-    from bosun.engine.integration import reverify_merged
+    from bosun.isolation.landing import reverify_merged
     from bosun.isolation.verify_commands import verify_commit, verify_confinement
 
     if run.state in OWNS_WORKTREE and run.data.verified_tree and Path(run.worktree).is_dir():

@@ -57,6 +57,7 @@ class Outcome:
     blocked: bool = False
     hint: str = ""
     attempts: list[dict[str, Any]] = field(default_factory=list)
+    git_tampered: dict[str, Any] | None = None  # what the worker's turns changed in the user's git dir
 
 
 def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> list[Profile]:
@@ -228,6 +229,7 @@ def run_attempts(
     first worker process has started (work that can overlap the worker starts then)."""
     from bosun.isolation.guard import install_guard
     from bosun.workers.registry import get_worker
+    from bosun.workers.turn import merged_tampering, run_turn, tampering_message
 
     store = ctx.store
     run_id = run.id
@@ -279,6 +281,7 @@ def run_attempts(
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
+    tampered: dict[str, Any] | None = None
     task_file = rdir / record.TASK
     for index, profile in enumerate(chain):
         home, tmp = rdir / "home" / profile.name, rdir / "tmp"
@@ -329,7 +332,11 @@ def run_attempts(
                                            caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
                 if confined else None,
             )
-            result = meter.settle(worker.run(wctx), run)
+            turn = run_turn(worker, wctx, Path(run.repo), watch_git=not one_off)
+            if turn.git_tampered:
+                log.append(ev_message(tampering_message(turn.git_tampered), role="system"))
+                tampered = merged_tampering(tampered, turn.git_tampered)
+            result = meter.settle(turn.result, run)
             _redact_result(result)
             current = store.get_run(run_id)
             if not result.ok and current is not None and current.data.cancel_requested:
@@ -344,7 +351,7 @@ def run_attempts(
             {"usage": result.usage.to_dict(), "session_id": result.session_id, "unenforced": result.unenforced},
         )
         locks.forget_worker(store, run_id)
-        outcome = Outcome(result=result, profile=profile.name, usage=total)
+        outcome = Outcome(result=result, profile=profile.name, usage=total, git_tampered=tampered)
         if result.error_class == ErrorClass.auth:
             outcome.blocked = True
             outcome.hint = _auth_hint(profile, missing)

@@ -174,6 +174,7 @@ def attempt(
             baseline = start_baseline(run, task, settings.baseline)
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name,
                                    on_event=on_event, on_worker_start=warm_up_after_worker if warm_up else None)
+        worker_guard.record_git_tampering(ctx, run, outcome)
         if baseline is not None and outcome.result.status == "ok":
             if not defer_baseline:
                 baseline.wait()
@@ -272,13 +273,13 @@ def review(ctx: RunContext, run: Run, task: TaskContract, checked: Checked, on_e
     change is verified again before the next round reads it. Returns what was verified last; a
     revise that fails or is refused raises ``RunStopped`` as the attempt and verify phases do. The
     verdict reads the record (engine/review_verdict.py)."""
+    if not run.data.review_config or task.mode != Mode.code:
+        return checked  # (the review's modules load only for a run that has one)
     from bosun.core.review_config import ReviewConfig
     from bosun.engine import cross_review as cr
     from bosun.engine.review_findings import revise_prompt
     from bosun.engine.review_verdict import review_outcome
 
-    if not run.data.review_config or task.mode != Mode.code:
-        return checked
     config = ReviewConfig.model_validate(run.data.review_config)
     doc = cr.new_record(config)
     for number in range(1, config.rounds + 1):

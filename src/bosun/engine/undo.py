@@ -150,8 +150,8 @@ def _event(run_id: str, kind: str, **fields: Any) -> None:
 def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[str, Any]:
     """A new run from the branch's tip whose worktree holds the revert, verified like any run."""
     from bosun.core import states
-    from bosun.engine.integration import checked_out_branch
     from bosun.engine.lifecycle import prepare, verify
+    from bosun.isolation.landing import checked_out_branch
 
     repo, branch = Path(run.repo), run.source_branch
     # On the branch you are on, the run carries your uncommitted work as every run does; on another

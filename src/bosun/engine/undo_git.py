@@ -48,8 +48,8 @@ def commits_touching(repo: Path, since: str, head: str, paths: list[str]) -> lis
 
 def commit_on(repo: Path, tree: str, parent: str, message: str) -> str:
     """A commit of ``tree`` on ``parent``, authored by the user's identity (bosun's when none is set)."""
-    from bosun.engine.integration import identity
     from bosun.isolation.git import git
+    from bosun.isolation.landing import identity
     from bosun.isolation.worktree import identity_env
 
     env = identity_env(repo, identity(repo))
@@ -73,7 +73,7 @@ def refuse_overlap(repo: Path, branch: str, head: str, new: str) -> bool:
     """Whether ``branch`` is checked out here; when it is, refuse if the user's uncommitted files
     overlap what moving it from ``head`` to ``new`` changes. A branch checked out in another worktree
     is refused: moving its ref would leave that work tree behind."""
-    from bosun.engine.integration import changed_between, checked_out_branch
+    from bosun.isolation.landing import changed_between, checked_out_branch
     from bosun.isolation.snapshot import uncommitted_paths
 
     if checked_out_branch(repo) != branch:

@@ -140,6 +140,29 @@ def test_a_planted_hook_and_fsmonitor_are_restored_and_refused(cli, attack_repo,
     assert code == 2
 
 
+def test_a_plant_in_the_git_dir_by_an_attempt_that_failed_over_is_still_refused(cli, attack_repo, task_file):
+    # The first profile plants a hook and fails with a transient error; the fallback fixes the bug
+    # honestly. Each turn is watched on its own (workers/turn.py): the first one's plant must
+    # reach the verdict, not be lost with the attempt that made it.
+    import json
+
+    with (attack_repo / "bosun.toml").open("a") as fh:
+        fh.write(f'\n[profiles.flaky]\nadapter = "command"\nfallbacks = ["fix_and_add_test"]\n'
+                 f'command = [{json.dumps(sys.executable)}, {json.dumps(str(ROOT / "tests" / "workers" / "attacker.py"))}, '
+                 '"tamper_git_then_fail"]\n')
+    from tests.conftest import git
+
+    git(attack_repo, "commit", "-qam", "a flaky profile")
+    before = user_state(attack_repo)
+    code, res = delegate(cli, attack_repo, task_file, "flaky")
+    assert code == 3, res
+    assert res["profile"] == "fix_and_add_test"
+    assert "USER_GIT_TAMPERED" in red(res)
+    assert not (attack_repo / ".git" / "hooks" / "pre-commit").exists()
+    assert user_state(attack_repo) == before
+    assert_unapprovable(cli, res)
+
+
 def test_the_verification_home_cannot_be_prepared_by_the_worker(cli, attack_repo, task_file):
     code, res = delegate(cli, attack_repo, task_file, "verify_home_pth")
     assert code == 3, res

@@ -154,6 +154,19 @@ def mode_tamper_git() -> None:
     say("done")
 
 
+def mode_tamper_git_then_fail() -> None:
+    """Plant a hook in the user's repository, then fail as an overloaded provider would, so that
+    another profile takes over: the plant must not be forgotten with the failed attempt."""
+    common = Path(subprocess.run(["/usr/bin/git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                 capture_output=True, text=True, check=True).stdout.strip())
+    hook = common / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho owned\n")
+    hook.chmod(0o755)
+    print(json.dumps({"type": "error", "error_class": "transient", "message": "503 overloaded"}))
+    sys.exit(1)
+
+
 def mode_verify_home_pth() -> None:
     """A .pth and a pytest plugin in the user site-packages of the HOME verification used to get."""
     run_dir = Path(os.environ["BOSUN_TASK_FILE"]).parent

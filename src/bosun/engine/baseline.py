@@ -57,8 +57,8 @@ def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[
     repo = Path(run.repo)
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = (run.data.holdout or {}).get("full_start") or run.start_commit
-    from bosun.engine.worktrees import borrow_checkout, return_checkout
     from bosun.isolation.run_env import before_verify, environment_identity, with_run_env
+    from bosun.isolation.workspace import borrow_checkout, return_checkout
 
     key = cache_key(tree_of(repo, start), task)
     env_id = environment_identity(run)

@@ -67,8 +67,8 @@ def prepare(
     tasks start from the integration branch, which already holds the user's snapshot).
     """
     from bosun.engine.preflight import check_task
-    from bosun.engine.start_point import check_holdout, find_start
-    from bosun.engine.worktrees import make_worktree
+    from bosun.isolation.start_point import check_holdout, find_start
+    from bosun.isolation.workspace import make_worktree
 
     # Everything that can be known to fail is checked before anything is created (exit 2, all problems).
     pf = check_task(task, repo_path, profile_name, ctx.store, overrides=ctx.settings_overrides)

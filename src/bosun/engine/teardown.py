@@ -26,7 +26,7 @@ CLEANABLE = (states.INTEGRATED, states.REPORTED, states.CANCELLED)
 
 def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
     """Remove the worktree and branch of an integrated or discarded run."""
-    from bosun.engine.worktrees import close_worktree
+    from bosun.isolation.workspace import close_worktree
     from bosun.isolation.worktree import remove_worktree
 
     with locks.run_lock(run_id):

@@ -57,7 +57,7 @@ ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY"
                                       # engine/approval.py: a read-only run that wrote, an answer's
                                       # unbacked citations, an escalated self-review
                                       "READ_ONLY_VIOLATION", "INVALID_CITATIONS", "SELF_REVIEW_ESCALATED",
-                                      # engine/worktrees.py: set-up's files changed behind a link
+                                      # isolation/workspace.py: set-up's files changed behind a link
                                       "ENVIRONMENT_CHANGED")
 
 

@@ -153,10 +153,11 @@ def _diff_saved(run: Run) -> bool:
     """Whether the worker's leftover diff is known (empty, or saved to ``final.patch`` by cleanup): a
     pooled worktree whose change cannot be computed is removed, never reset for another run."""
     from bosun.core.errors import BosunError
-    from bosun.engine.context import read_run_change
+    from bosun.isolation.change import read_change
+    from bosun.isolation.run_env import view_of
 
     try:
-        diff = read_run_change(run).diff
+        diff = read_change(view_of(run)).diff
     except BosunError:
         return False  # the diff cannot be saved: the caller removes the worktree instead of reusing it
     return not diff or (paths.run_dir(run.id) / "final.patch").is_file()

@@ -139,16 +139,22 @@ def mode_daemon_swap() -> None:
     say("done")
 
 
-def mode_tamper_git() -> None:
-    """Fix the bug, and plant a hook and an fsmonitor command in the user's repository."""
-    p = Path("src/calc.py")
-    p.write_text(p.read_text().replace("return a - b  # bug", "return a + b"))
+def _plant_hook() -> Path:
+    """A pre-commit hook in the user's repository (its common git dir, which is returned)."""
     common = Path(subprocess.run(["/usr/bin/git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
                                  capture_output=True, text=True, check=True).stdout.strip())
     hook = common / "hooks" / "pre-commit"
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\necho owned\n")
     hook.chmod(0o755)
+    return common
+
+
+def mode_tamper_git() -> None:
+    """Fix the bug, and plant a hook and an fsmonitor command in the user's repository."""
+    p = Path("src/calc.py")
+    p.write_text(p.read_text().replace("return a - b  # bug", "return a + b"))
+    common = _plant_hook()
     subprocess.run(["/usr/bin/git", "config", "--file", str(common / "config"), "core.fsmonitor", "/tmp/owned.sh"],
                    check=True)
     say("done")
@@ -157,12 +163,7 @@ def mode_tamper_git() -> None:
 def mode_tamper_git_then_fail() -> None:
     """Plant a hook in the user's repository, then fail as an overloaded provider would, so that
     another profile takes over: the plant must not be forgotten with the failed attempt."""
-    common = Path(subprocess.run(["/usr/bin/git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                 capture_output=True, text=True, check=True).stdout.strip())
-    hook = common / "hooks" / "pre-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\necho owned\n")
-    hook.chmod(0o755)
+    _plant_hook()
     print(json.dumps({"type": "error", "error_class": "transient", "message": "503 overloaded"}))
     sys.exit(1)
 

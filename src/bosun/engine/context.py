@@ -86,8 +86,6 @@ def leftover_diff(run: Run) -> bytes:
     return tree_diff(view, view.start, tree)
 
 
-
-
 def read_run_change(run: Run) -> Change:
     """The worker's change as it is on disk now, read through the run's own view: the one way the
     engine reads a change (``isolation.change.read_change`` does it for a view)."""

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from bosun.store.run import Run
 
 
-
-
-
 def commit_message(run: Run, task: TaskContract, verification: dict[str, Any]) -> str:
     cmds = verification.get("commands", [])
     if verification.get("passed"):
@@ -41,22 +38,6 @@ def commit_message(run: Run, task: TaskContract, verification: dict[str, Any]) -
         f"Bosun-Worker: {profile}\n"
         f"Bosun-Verification: {verdict}; diff sha256 {run.diff_sha256}\n"
     )
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def record_landing(store: Store, run_id: str, landing: str | None, reverified: bool | None = None) -> None:

@@ -72,7 +72,6 @@ def revise_prompt(task: TaskContract, findings: list[dict[str, Any]]) -> str:
     return REVISE.format(title=task.title, prompt=task.prompt.strip(), findings="\n".join(lines))
 
 
-
 def judge_answer(text: str | None, worktree: Path) -> dict[str, Any]:
     """``{status, findings, invalid_citations, summary, error}`` from the reviewer's final answer."""
     from bosun.engine.citations import Checker, DirTree

@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
-
-
-
-
 def prove(run: Run, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
     """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`). A
     baseline that was taken but failed to run (git, the disk) is taken again here, once: without it the
@@ -44,14 +40,6 @@ def prove(run: Run, task: TaskContract, verification: dict[str, Any]) -> dict[st
         if key in found:
             out[key] = found[key]
     return out
-
-
-
-
-
-
-
-
 
 
 def digest(diff: bytes) -> str:

@@ -34,7 +34,7 @@ from bosun.core import paths
 from bosun.core.changes import GateResult
 from bosun.core.config import Settings
 from bosun.core.contract import Mode, TaskContract
-from bosun.isolation.change import Change, tree_changes, tree_diff
+from bosun.isolation.change import Change, View, tree_changes, tree_diff
 from bosun.isolation.run_env import view_of
 
 if TYPE_CHECKING:
@@ -76,16 +76,17 @@ def verify_worked(run: Run, task: TaskContract, settings: Settings, refusals: li
 
     window = run.data.worker_window
     killed = stop_lingering(Path(run.worktree), (window[0], window[1]) if window else None)
-    discarded = _take_out_read_only_writes(run, task)
-    change = read_change(view_of(run))
-    verification, gates, held, heldout_doc = verify_change(run, task, change, refusals)
+    view = view_of(run)  # one view for the whole verification (a run prepared before views gets it here)
+    discarded = _take_out_read_only_writes(run, task, view)
+    change = read_change(view)
+    verification, gates, held, heldout_doc = verify_change(run, task, change, refusals, view)
     diff, tree_gates = gates_for_tree(run, task, settings, change.tree, verification,
                                       on_disk=not verification.get("skipped"), scanned=change)
     return TreeVerified(change, diff, verification, gates, tree_gates, held, heldout_doc,
                         _kept_tests_changed(task, change), killed, discarded)
 
 
-def _take_out_read_only_writes(run: Run, task: TaskContract) -> Change | None:
+def _take_out_read_only_writes(run: Run, task: TaskContract, view: View) -> Change | None:
     """A read-only run's change when it has one: the worktree goes back to exactly the start tree
     (ignored files included), so nothing the worker wrote can be verified, approved or merged, and a
     later ``work --resume`` starts clean. None for code runs and for read-only runs that wrote nothing."""
@@ -93,7 +94,6 @@ def _take_out_read_only_writes(run: Run, task: TaskContract) -> Change | None:
 
     if task.mode == Mode.code:
         return None
-    view = view_of(run)
     change = read_change(view)
     if change.problems or not change.changes:
         return None  # a change bosun cannot represent is refused on its own, before anything runs
@@ -129,7 +129,7 @@ def problem_gates(change: Change) -> list[GateResult]:
 
 
 def verify_change(
-    run: Run, task: TaskContract, change: Change, refusals: list[GateResult]
+    run: Run, task: TaskContract, change: Change, refusals: list[GateResult], view: View
 ) -> tuple[dict[str, Any], list[GateResult], HeldOut | None, dict[str, Any] | None]:
     """Run the verify commands on exactly the change (plus the holdout files), then the original tests
     held out when the change touched tests. Returns the verification doc, the gates that decided what
@@ -146,7 +146,6 @@ def verify_change(
         skipped: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "tree": change.tree,
                                    "skipped": "not run: " + "; ".join(g.detail for g in refusals)}
         return skipped, refusals, None, None
-    view = view_of(run)
     hold = run.data.holdout or {}
     hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run.start_commit
     gates = holdout_gate(task, change.changes)

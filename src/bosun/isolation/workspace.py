@@ -91,18 +91,6 @@ def set_up_run(store: Store, settings: Settings, task: TaskContract, repo: Path,
     return env
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def borrow_checkout(run: Run, commit: str) -> Path | None:
     """An idle pooled worktree of the run's repository at ``commit``, for the baseline; None when the
     pool is off or has none idle (the caller then adds a worktree of its own)."""

@@ -196,8 +196,15 @@ def test_cancel_reaches_a_running_remote_worker(cli, remote_repo, task_file, age
     assert "cancel requested" in agents.log("a1")
 
 
-def test_the_coordinator_restarts_mid_task_and_picks_the_result_up(cli, remote_repo, task_file, agents):
-    agents.start("a1", "slow_fix_3")
+def test_the_coordinator_restarts_mid_task_and_picks_the_result_up(cli, remote_repo, task_file, agents,
+                                                                   monkeypatch):
+    # What is under test is the coordinator's restart, not lease expiry: with the suite's 3 s lease
+    # a loaded machine can starve the agent's heartbeat long enough that its own lease lapses and
+    # the task is claimed twice. A lease that outlives any such stall keeps the claim count exact.
+    slow = {"BOSUN_REMOTE_ACK_WAIT_S": "20", "BOSUN_REMOTE_LEASE_TTL_S": "20"}
+    for key, value in slow.items():
+        monkeypatch.setenv(key, value)
+    agents.start("a1", "slow_fix_3", timing=slow)
     proc = start_coordinator(remote_repo, task_file)
     run_id, task_id = sent_task()
     agents.wait_for("a1", "claimed")

@@ -124,8 +124,14 @@ def landings_of(repo: Path, branch: str = "main") -> dict[str, int]:
     return counts
 
 
-def registered_worktrees(repo: Path) -> list[str]:
-    out = git(repo, "worktree", "list", "--porcelain")
+def registered_worktrees(repo: Path, settled: bool = True) -> list[str]:
+    """``git worktree list`` of ``repo``. While bosun adds a worktree, git may fail to read its half-made
+    entry (``failed to read .../commondir``): a test polling then passes ``settled=False`` (an empty list)."""
+    res = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=repo, capture_output=True, text=True)
+    if res.returncode != 0 and not settled:
+        return []
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
     return [ln[len("worktree "):] for ln in out.splitlines() if ln.startswith("worktree ")]
 
 

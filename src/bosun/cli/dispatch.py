@@ -104,8 +104,12 @@ def interrupted_message(args: argparse.Namespace) -> str:
     if run is None:
         return "bosun: interrupted"
     rid, state = run.id, run.state
-    if state in ("working", "interrupted"):
+    # The verb that finishes what was cut short: recover re-runs work's end and verification,
+    # integrate a landing.
+    if state in ("working", "interrupted", "worked"):
         return f"bosun: interrupted; run {rid} is {state}: `bosun recover {rid}` finishes it"
+    if state == "approved":
+        return f"bosun: interrupted; run {rid} is {state}: `bosun integrate {rid}` lands it"
     return f"bosun: interrupted; run {rid} is {state}: `bosun show {rid}` says what is next"
 
 

@@ -29,9 +29,10 @@ def test_a_run_whose_lock_names_a_dead_process_holds_no_slot():
     locks.lock_path("run-dead").write_text(json.dumps({"pid": _dead_pid(), "start": 1}))
     locks.lock_path("run-live").write_text(json.dumps({"pid": os.getpid(), "start": process_start_time(os.getpid())}))
     runs = [("run-dead", "working"), ("run-live", "working"), ("run-waiting", "prepared"),
-            ("run-unheld", "working"), ("run-worked", "worked")]
+            ("run-unheld", "working"), ("run-worked", "worked"), ("run-stopped", "interrupted")]
     # prepared and worked runs nobody holds wait for their next verb: they keep their slot; a working
-    # run is only ever worked under a live lock, so one without is as dead as a stale lock says.
+    # run is only ever worked under a live lock, so one without is as dead as a stale lock says, and
+    # an interrupted one's process died.
     assert locks.slot_holders(runs) == ["run-live", "run-waiting", "run-worked"]
 
 

@@ -6,7 +6,8 @@ another start time), so two processes never advance one run, and a crashed bosun
 Re-entrant within one process: ``delegate`` takes it once and calls prepare/work/verify under it.
 
 The same proof of death frees a slot of the cap: an active run whose lock names a dead process (or a
-``working`` run that no live process holds: working only ever happens under the lock) holds no slot,
+``working`` or ``interrupted`` run that no live process holds: work only ever happens under the lock,
+and interrupted says its process died) holds no slot,
 so crashed runs never keep live ones waiting until someone runs ``recover``. A verb that waits (for a
 slot, for another landing) says what it waits for through ``SAY_WAITING``, which the CLI points at
 stderr.
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core.errors import Busy
 from bosun.core.fileio import FORMAT_VERSION, write_text_atomic
 from bosun.core.paths import check_run_id, locks_dir
-from bosun.core.states import WORKING
+from bosun.core.states import INTERRUPTED, WORKING
 from bosun.proc import pid_alive, process_start_time
 
 if TYPE_CHECKING:
@@ -138,11 +139,12 @@ def run_lock(run_id: str) -> Iterator[None]:
 
 def holds_slot(run_id: str, state: str) -> bool:
     """Whether an active run counts against the cap: not when its lock names a dead process, nor when
-    it is ``working`` with no live process holding it (the process that worked it is gone)."""
+    it is ``working`` or ``interrupted`` with no live process holding it (the process that worked it
+    is gone). A prepared or worked run nobody holds waits for its next verb, and keeps its slot."""
     owner = read_owner(run_id)
     if owner is not None:
         return owner_alive(owner)
-    return state != WORKING
+    return state not in (WORKING, INTERRUPTED)
 
 
 def slot_holders(runs: list[tuple[str, str]]) -> list[str]:

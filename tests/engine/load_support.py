@@ -79,10 +79,10 @@ def dirty_the_user_tree(repo: Path) -> None:
 
 def task_file(tmp: Path, i: int, sleep_s: float = 0.0, name: str | None = None,
               extra_verify: tuple[str, ...] = ()) -> Path:
-    """The task that fixes module ``i`` after ``sleep_s`` seconds."""
+    """The task that fixes module ``i``, its worker ending ``sleep_s`` seconds after the fix."""
     doc = {
         "title": f"Fix m{i}",
-        "prompt": f"m{i}.VALUE must be {i + 1}.\n@sleep {sleep_s}\n@write src/m{i}.py VALUE = {i + 1}\n",
+        "prompt": f"m{i}.VALUE must be {i + 1}.\n@write src/m{i}.py VALUE = {i + 1}\n@sleep {sleep_s}\n",
         "verify": [f"{PY} tests/check.py m{i} {i + 1}", *extra_verify],
         "locked": ["tests/**"],
         "timeout_s": 60,

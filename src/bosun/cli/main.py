@@ -35,7 +35,7 @@ typical flow:
   bosun delegate task.yaml --auto-approve    all of it when every gate is green
 
 exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
-            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate,
+            4 timeout, 5 busy (run locked, concurrency cap, --wait-limit), 6 conflict on integrate,
             130/143/129 interrupted by Ctrl-C/SIGTERM/SIGHUP (worker stopped; `bosun recover`),
             141 stdout closed early (e.g. `| head`)
 """

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from bosun.core.errors import Busy
 from bosun.core.paths import ensure_home
 from bosun.engine import locks
 from bosun.proc import process_start_time
@@ -41,7 +42,7 @@ def test_a_wait_says_what_it_waits_for_and_gives_up_at_its_limit():
     said: list[str] = []
     token = locks.SAY_WAITING.set(said.append)
     try:
-        with pytest.raises(Exception) as exc, locks.concurrency_slot(lambda: ["a", "b"], 2, True, poll_s=0.01,
+        with pytest.raises(Busy) as exc, locks.concurrency_slot(lambda: ["a", "b"], 2, True, poll_s=0.01,
                                                                       max_wait_s=0.2):
             pass
     finally:

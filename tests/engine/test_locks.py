@@ -53,11 +53,11 @@ def test_reentrant_in_one_process():
 def test_concurrency_cap_refuses_or_waits():
     ensure_home()
     with pytest.raises(Busy) as exc:
-        with locks.concurrency_slot(lambda: 4, 4, wait=False):
+        with locks.concurrency_slot(lambda: ["a", "b", "c", "d"], 4, wait=False):
             pass
     assert "max_concurrent_runs" in exc.value.message
-    counts = iter([4, 4, 3])
-    with locks.concurrency_slot(lambda: next(counts), 4, wait=True, poll_s=0.01):
+    holders = iter([["a", "b", "c", "d"], ["a", "b", "c", "d"], ["a", "b", "c"]])
+    with locks.concurrency_slot(lambda: next(holders), 4, wait=True, poll_s=0.01):
         pass
 
 

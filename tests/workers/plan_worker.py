@@ -11,6 +11,7 @@ Instructions, one per prompt line (anything else is ignored):
   @derive OUT IN...        write to OUT a line "<id> after <first line of IN>" per input
   @sleep SECONDS           sleep
   @marker                  create the file `written` in the worker's HOME (inside the run directory)
+  @fill PATH               write PATH until the filesystem it is on is full
   @fail                    exit 1 after the steps above
 """
 
@@ -56,6 +57,8 @@ def mode_ok() -> int:
             _write(out, "\n".join(lines) + "\n")
         elif op == "sleep":
             time.sleep(float(args[0]))
+        elif op == "fill":
+            _fill(args[0])
         elif op == "marker":
             Path(os.environ["HOME"], "written").write_text(str(time.time()))
         elif op == "fail":
@@ -64,6 +67,24 @@ def mode_ok() -> int:
     print(json.dumps({"type": "usage", "input_tokens": 100, "output_tokens": 10, "cached_input_tokens": 0}))
     print("done")
     return 0
+
+
+def _fill(path: str) -> None:
+    """A worker that writes a huge file: the disk it is on ends up full (bosun's state with it)."""
+    chunk = b"\0" * (1 << 16)
+    with open(path, "wb") as fh:
+        try:
+            while True:
+                fh.write(chunk)
+                fh.flush()
+        except OSError:
+            pass
+        try:
+            while True:  # the last few bytes the big writes could not take
+                fh.write(b"\0")
+                fh.flush()
+        except OSError:
+            pass
 
 
 def mode_broken() -> int:

@@ -61,18 +61,31 @@ def handler_for(args: argparse.Namespace) -> Callable[[argparse.Namespace], int]
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    as_json = getattr(args, "json", False)
     try:
         return handler_for(args)(args)
     except BosunError as err:
-        if as_json:
-            emit_json(error_result(args, err))
-        else:
-            print_error(err, "the plan has" if args.command == "plan" else "")
-        return err.exit_code
+        return failed(args, err)
     except KeyboardInterrupt as exc:
         sys.stderr.write(interrupted_message(args) + "\n")
         return interrupted_exit_code(exc)
+    except Exception as exc:  # noqa: BLE001 - only a write the filesystem refused is answered; the rest re-raised
+        from bosun.core.unwritable import unwritable
+
+        refused = unwritable(exc)
+        if refused is None:
+            raise
+        verb = finishing_verb(_run_for_error(args))
+        if verb:
+            refused.hint += f"; then {verb}"
+        return failed(args, refused)
+
+
+def failed(args: argparse.Namespace, err: BosunError) -> int:
+    if getattr(args, "json", False):
+        emit_json(error_result(args, err))
+    else:
+        print_error(err, "the plan has" if args.command == "plan" else "")
+    return err.exit_code
 
 
 def error_result(args: argparse.Namespace, err: BosunError) -> dict[str, Any]:
@@ -103,10 +116,20 @@ def interrupted_message(args: argparse.Namespace) -> str:
     run = _run_for_error(args)
     if run is None:
         return "bosun: interrupted"
-    rid, state = run.id, run.state
-    if state in ("working", "interrupted"):
-        return f"bosun: interrupted; run {rid} is {state}: `bosun recover {rid}` finishes it"
-    return f"bosun: interrupted; run {rid} is {state}: `bosun show {rid}` says what is next"
+    verb = finishing_verb(run) or f"`bosun show {run.id}` says what is next"
+    return f"bosun: interrupted; run {run.id} is {run.state}: {verb}"
+
+
+def finishing_verb(run: Run | None) -> str | None:
+    """The verb that finishes what a stop cut short, as a clause: ``recover`` re-runs the end of work and
+    verification, ``integrate`` a landing."""
+    if run is None:
+        return None
+    if run.state in ("working", "interrupted", "worked"):
+        return f"`bosun recover {run.id}` finishes it"
+    if run.state == "approved":
+        return f"`bosun integrate {run.id}` lands it"
+    return None
 
 
 def _run_for_error(args: argparse.Namespace) -> Run | None:
@@ -121,3 +144,9 @@ def _run_for_error(args: argparse.Namespace) -> Run | None:
         return open_store().get_run(run_id)
     except BosunError:
         return None  # no run to show (a bad id, or no store): the error alone is the answer
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be opened (read-only, full) shows no run
+        from bosun.core.unwritable import unwritable
+
+        if unwritable(exc) is None:
+            raise
+        return None

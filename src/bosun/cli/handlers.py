@@ -71,11 +71,13 @@ def _refuse_secret(task: Any, args: argparse.Namespace) -> None:
 
 
 def cmd_delegate(args: argparse.Namespace) -> int:
+    from bosun.cli.waits import wait_limit, waits_said
     from bosun.core.contract import load_contract
     from bosun.engine.delegation import delegate
 
     if args.dry_run:
         return _check(args, dry_run=True)
+    limit = wait_limit(args)
     task = load_contract(args.task)
     _refuse_secret(task, args)
     ctx = _ctx()
@@ -90,10 +92,11 @@ def cmd_delegate(args: argparse.Namespace) -> int:
         if not args.json and not args.quiet:
             sys.stderr.write(f"bosun: run {run_id} prepared\n")
 
-    with _ticking(args):
+    with _ticking(args), waits_said(args):
         run = delegate(
-            ctx, task, Path(args.repo), profile, auto_approve=args.auto_approve, wait=args.wait,
+            ctx, task, Path(args.repo), profile, auto_approve=args.auto_approve, wait=args.wait or limit is not None,
             on_event=_progress(args), task_source=str(Path(args.task).resolve()), on_prepared=on_prepared,
+            wait_limit_s=limit,
         )
     return _finish(args, run, ctx)
 
@@ -155,13 +158,17 @@ def _report_check(args: argparse.Namespace, out: dict[str, Any], pf: Any) -> int
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
+    from bosun.cli.waits import wait_limit, waits_said
     from bosun.core.contract import load_contract
     from bosun.engine.lifecycle import prepare
 
+    limit = wait_limit(args)
     task = load_contract(args.task)
     _refuse_secret(task, args)
     ctx = _ctx()
-    run = prepare(ctx, task, Path(args.repo), args.profile, wait=args.wait, task_source=str(Path(args.task).resolve()))
+    with waits_said(args):
+        run = prepare(ctx, task, Path(args.repo), args.profile, wait=args.wait or limit is not None,
+                      task_source=str(Path(args.task).resolve()), wait_limit_s=limit)
     return _finish(args, run, ctx)
 
 
@@ -218,10 +225,11 @@ def _print_review_reasons(ctx: RunContext, run_id: str) -> None:
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
+    from bosun.cli.waits import waits_said
     from bosun.engine.lifecycle import integrate, report
 
     ctx = _ctx()
-    with _ticking(args):
+    with _ticking(args), waits_said(args):
         run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
     return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
 

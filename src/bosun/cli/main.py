@@ -35,7 +35,7 @@ typical flow:
   bosun delegate task.yaml --auto-approve    all of it when every gate is green
 
 exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
-            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate,
+            4 timeout, 5 busy (run locked, concurrency cap, --wait-limit), 6 conflict on integrate,
             130/143/129 interrupted by Ctrl-C/SIGTERM/SIGHUP (worker stopped; `bosun recover`),
             141 stdout closed early (e.g. `| head`)
 """
@@ -104,6 +104,14 @@ def _common(p: argparse.ArgumentParser, repo: bool = False, quiet: bool = False)
         p.add_argument("--quiet", action="store_true", help="no live progress or notes on stderr")
 
 
+def _wait_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", action="store_true",
+                   help="queue for a free slot instead of failing at the concurrency cap (max_concurrent_runs); "
+                        "says on stderr which runs it waits for")
+    p.add_argument("--wait-limit", metavar="DURATION",
+                   help="with --wait (implied), give up after this long, exit 5 (WAIT_LIMIT): 90s, 10m, 2h")
+
+
 def _run_id(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", metavar="RUN", help="a run id (see `bosun list`)")
 
@@ -160,7 +168,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--profile", help="worker profile to use (overrides routing)")
     p.add_argument("--auto-approve", action="store_true",
                    help="approve and integrate when the verdict is landable (never a run that needs review)")
-    p.add_argument("--wait", action="store_true", help="wait for a free slot instead of failing at the concurrency cap")
+    _wait_flags(p)
     p.add_argument("--dry-run", action="store_true",
                    help="check everything and print the routing decision and the worker's argv; run nothing")
     p.add_argument("--remote", nargs="?", const="", metavar="URL",
@@ -182,9 +190,9 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p = add("prepare", "create the run and its isolated worktree (no worker yet)")
     p.add_argument("task", help="task contract file (YAML or JSON)")
     p.add_argument("--profile", help="worker profile to use")
-    p.add_argument("--wait", action="store_true", help="wait for a free slot at the concurrency cap")
+    _wait_flags(p)
     _secret_flag(p)
-    _common(p, repo=True)
+    _common(p, repo=True, quiet=True)
 
     p = add("work", "run the worker on a prepared run (or revise one with --resume)")
     _run_id(p)

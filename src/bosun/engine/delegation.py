@@ -33,14 +33,16 @@ def delegate(
     on_event: Any = None,
     task_source: str | None = None,
     on_prepared: Any = None,
+    wait_limit_s: float | None = None,
 ) -> Run:
     """prepare, then :func:`drive`: attempt + verify + verdict; with auto_approve a landable run is also
-    approved, integrated and reported."""
+    approved, integrated and reported. ``wait`` queues for a slot at the cap (at most ``wait_limit_s``)."""
     from bosun.core.quick_exit import skip_final_collection
 
     skip_final_collection()  # the process that delegates exits without collecting what it loaded
     ctx = ctx.pinned()
-    run = phases.prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source)
+    run = phases.prepare(ctx, task, repo_path, profile_name, wait=wait, task_source=task_source,
+                         wait_limit_s=wait_limit_s)
     if on_prepared is not None:
         on_prepared(run.id)
     return drive(ctx, run, task, auto_approve, on_event)

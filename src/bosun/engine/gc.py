@@ -9,6 +9,9 @@ What goes, each only when it is provably bosun's and provably dead:
   the ``--keep`` newest; the run's row in the store stays (history, receipts);
 * **orphaned worktrees**: directories under ``$BOSUN_HOME/worktrees`` whose run is gone from the store or
   already cleaned, and ``bosun/<id>`` branches whose run is cleaned;
+* **checkouts left registered in the user's repository** (a baseline's, a verification's, a plan
+  verify's) under bosun's state directory, found in each repository's ``git worktree list``, whose
+  run or plan no live process holds: they only ever live while their process runs;
 * **run directories without a run** and cached baselines, both older than ``--older-than``;
 * **pool worktrees beyond the pool's size** (idle ones only: :mod:`bosun.isolation.pool`).
 
@@ -45,7 +48,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Removal:
-    kind: str  # worktree, branch, run_dir, orphan_worktree, orphan_branch, orphan_run_dir, baseline, pool_worktree
+    kind: str  # worktree, branch, run_dir, orphan_worktree, orphan_branch, orphan_checkout, orphan_run_dir,
+    # baseline, pool_worktree
     path: str
     bytes: int
     run_id: str | None = None
@@ -114,6 +118,7 @@ def collect(
     for run in runs:
         _finished_worktree(store, run, result)
     _orphan_worktrees(by_id, result)
+    _orphan_checkouts(runs, by_id, result)
     _orphan_branches(store, runs, result)
     newest = {r.id for r in sorted(runs, key=lambda r: r.created_at, reverse=True)[: max(0, keep)]}
     for run in runs:
@@ -212,6 +217,51 @@ def _orphan_worktrees(by_id: dict[str, Run], result: GcResult) -> None:
             finally:
                 locks.release(name)
         result.removed.append(Removal("orphan_worktree", str(entry), size, name))
+
+
+def _orphan_checkouts(runs: list[Run], by_id: dict[str, Run], result: GcResult) -> None:
+    """Checkouts registered in the users' repositories under bosun's state directory whose owner (the
+    run or plan named by the path) no live process holds. A run's own worktree is left to the passes
+    above while its directory is there, the pool's to the pool."""
+    from bosun.isolation.checkouts import registered_under, remove_checkout
+
+    home = paths.bosun_home()
+    for repo in sorted({r.repo for r in runs if Path(r.repo).is_dir()}):
+        for path in registered_under(repo, home):
+            owner = _checkout_owner(path, home, by_id)
+            if owner is None:
+                continue
+            if _lock_alive(owner):
+                _skip(result, owner, "a live process holds the run")
+                continue
+            if not result.dry_run:
+                try:
+                    locks.acquire(owner)
+                except Busy:
+                    _skip(result, owner, "a live process holds the run")
+                    continue
+                try:
+                    remove_checkout(repo, path)
+                finally:
+                    locks.release(owner)
+            result.removed.append(Removal("orphan_checkout", str(path), 0, owner))
+
+
+def _checkout_owner(path: Path, home: Path, by_id: dict[str, Run]) -> str | None:
+    """The run or plan id a checkout under bosun's home belongs to, when gc may judge it here."""
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(home).parts
+    except ValueError:
+        parts = Path(os.path.realpath(path)).relative_to(os.path.realpath(home)).parts
+    if len(parts) < 2 or not paths.RUN_ID_RE.match(parts[1]):
+        return None
+    where, owner = parts[0], parts[1]
+    if where in ("runs", "plans") and len(parts) > 2:
+        return owner
+    run = by_id.get(owner)
+    if where == "worktrees" and len(parts) == 2 and not path.exists() and (run is None or run.state == S.CLEANED):
+        return owner  # the directory is gone and so is its run: only git's registration is left
+    return None
 
 
 def _remove_worktree_dir(path: Path) -> None:

@@ -159,6 +159,7 @@ def recover(ctx: RunContext, run_id: str) -> Run:
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         kill_orphan_worker(run)
+        _clear_what_the_dead_left(run)
         if run.state == states.WORKING:
             ctx.store.transition(run_id, states.WORKING, states.INTERRUPTED, "recover: the bosun process died during work")
             run.state = states.INTERRUPTED
@@ -174,6 +175,23 @@ def recover(ctx: RunContext, run_id: str) -> Run:
             _retake_baseline(ctx, run)
             return _verify_held(ctx, run)
         raise BadInput(f"run {run_id} is {run.state!r}; nothing to recover", "`bosun show` the run")
+
+
+def _clear_what_the_dead_left(run: Run) -> None:
+    """What the dead process was using for its baseline and verification (checkouts registered in the
+    user's repository, their HOMEs) is replaced by what recover runs now, or by a cached baseline that
+    never touches it: it goes first."""
+    import shutil
+
+    from bosun.core.paths import run_dir
+    from bosun.isolation.checkouts import registered_under, remove_checkout
+
+    rdir = run_dir(run.id)
+    if Path(run.repo).is_dir():
+        for path in registered_under(run.repo, rdir):
+            remove_checkout(run.repo, path)
+    for left in [rdir / "baseline", *rdir.glob("verify-home*")]:
+        shutil.rmtree(left, ignore_errors=True)
 
 
 def _retake_baseline(ctx: RunContext, run: Run) -> None:

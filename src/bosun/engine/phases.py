@@ -57,11 +57,13 @@ def prepare(
     task_source: str | None = None,
     carry_uncommitted: bool = True,
     remote_cap: int | None = None,
+    wait_limit_s: float | None = None,
 ) -> Run:
     """Validate everything, then create the run, its snapshot and its worktree.
 
     ``remote_cap`` bounds the active runs whose worker is on a remote pool (default
-    ``max_concurrent_runs``); see :func:`active_cap`.
+    ``max_concurrent_runs``); see :func:`active_cap`. ``wait`` queues for a slot at the cap, for at
+    most ``wait_limit_s`` seconds when given.
 
     ``carry_uncommitted=False`` starts the worktree from ``task.base`` exactly (plans do this: their
     tasks start from the integration branch, which already holds the user's snapshot).
@@ -110,7 +112,11 @@ def prepare(
     })
     record.write_doc(run_id, record.TASK, {"run_id": run_id, "task": task.model_dump(mode="json")})
     remote, cap = active_cap(settings, choice.profile.adapter, remote_cap)
-    with locks.concurrency_slot(lambda: ctx.store.count_active(remote=remote), cap, wait):
+
+    def holders() -> list[str]:
+        return locks.slot_holders(ctx.store.active_runs(remote=remote))
+
+    with locks.concurrency_slot(holders, cap, wait, max_wait_s=wait_limit_s):
         ctx.store.insert_run(run, prompt=task.prompt)
     with stopping(ctx, run):
         try:

@@ -146,8 +146,10 @@ def build_server(default_repo: Path) -> MCPServer:
         except BosunError as err:
             return error_result(err)
         except Exception as exc:  # noqa: BLE001 - the server outlives any one failing call
-            return error_result(BosunError(f"{type(exc).__name__}: {exc}", "this is a bug in bosun; the server keeps "
-                                           "running", code="INTERNAL"))
+            from bosun.core.unwritable import unwritable
+
+            return error_result(unwritable(exc) or BosunError(
+                f"{type(exc).__name__}: {exc}", "this is a bug in bosun; the server keeps running", code="INTERNAL"))
         return _text(out)
 
     def repo_of(repo: str | None) -> Path:

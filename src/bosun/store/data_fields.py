@@ -63,6 +63,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "approved_tree": ("engine.approval",),
     "reverified": ("engine.integration",),
     "landing_commit": ("engine.integration",),
+    "landing_pending": ("engine.integration",),
     "landing_author_note": ("engine.integration",),
     "records_removed_at": ("engine.gc",),
     # after landing: the change undone or carried to another branch

@@ -203,14 +203,25 @@ class Store:
     def count_active(self, remote: bool | None = None) -> int:
         """Runs in an active state; with ``remote``, only the runs whose worker is (or is not) on a
         remote pool (marked ``remote`` in their data by ``prepare``)."""
+        return len(self.active_runs(remote))
+
+    def active_runs(self, remote: bool | None = None) -> list[tuple[str, str]]:
+        """``(id, state)`` of the runs in an active state (``remote`` as for ``count_active``)."""
         marks = ", ".join("?" for _ in ACTIVE_STATES)
-        sql = f"SELECT COUNT(*) FROM runs WHERE state IN ({marks})"
+        sql = f"SELECT id, state FROM runs WHERE state IN ({marks})"
         args: list[object] = [*ACTIVE_STATES]
         if remote is not None:
             sql += " AND COALESCE(json_extract(data, '$.remote'), 0) = ?"
             args.append(1 if remote else 0)
-        row = self.db.execute(sql, tuple(args)).fetchone()
-        return int(row[0])
+        return [(r[0], r[1]) for r in self.db.execute(sql, tuple(args))]
+
+    def landed_commits(self, repo: str) -> set[str]:
+        """Every commit bosun moved a branch of ``repo`` to, or is about to: the runs' merges and landing
+        commits, and the landing each one recorded before moving the branch."""
+        rows = self.db.execute(
+            "SELECT merged_commit, json_extract(data, '$.landing_commit'), json_extract(data, '$.landing_pending.merged'),"
+            " json_extract(data, '$.landing_pending.landing') FROM runs WHERE repo = ?", (repo,))
+        return {sha for row in rows for sha in row if sha}
 
     # -- attempts -----------------------------------------------------------------------------
     def start_attempt(self, run_id: str, profile: str, adapter: str) -> int:

@@ -71,6 +71,7 @@ class RunData:
     approved_tree: str | None
     reverified: Any
     landing_commit: str | None
+    landing_pending: dict[str, Any] | None  # {branch, head, merged, landing}: recorded before the branch moves
     landing_author_note: str | None
     records_removed_at: float | None
     reverted: dict[str, Any] | None  # {commit | run, branch, landing, at}: the revert of the landing commit

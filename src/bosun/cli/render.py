@@ -214,7 +214,7 @@ def cross_review_lines(doc: Mapping[str, Any] | None) -> list[str]:
     for entry in earlier:
         lines.append(f"  round {entry['round']}: {_round_words(entry)}" + (", the worker revised" if entry.get("revised") else ""))
     if last.get("findings"):
-        lines.extend(f"  {f['severity']} {where(f)} {f['claim']}"
+        lines.extend(f"  {f['severity']} {where(f)} {quoted(f['claim'], 300)}"
                      + (f" (citation not found: {f['citation']})" if f.get("citation") else "") for f in last["findings"])
     else:
         lines.append(f"  round {last['round']}: {_round_words(last)}")

@@ -8,6 +8,7 @@ import sys
 import time
 
 from bosun.core.errors import EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK, EXIT_REJECTED
+from bosun.core.quoting import quoted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def print_run(run: Run, store: Store | None = None) -> None:
     final = r.get("final_message")
     if final:
         msg = final.strip().splitlines()
-        out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
+        out("worker said: " + quoted(msg[0] if msg else "", 200) + (" …" if len(msg) > 1 else "") + "\n")
     out(_next_step(r))
 
 
@@ -213,7 +214,7 @@ def cross_review_lines(doc: Mapping[str, Any] | None) -> list[str]:
     for entry in earlier:
         lines.append(f"  round {entry['round']}: {_round_words(entry)}" + (", the worker revised" if entry.get("revised") else ""))
     if last.get("findings"):
-        lines.extend(f"  {f['severity']} {where(f)} {f['claim']}"
+        lines.extend(f"  {f['severity']} {where(f)} {quoted(f['claim'], 300)}"
                      + (f" (citation not found: {f['citation']})" if f.get("citation") else "") for f in last["findings"])
     else:
         lines.append(f"  round {last['round']}: {_round_words(last)}")

@@ -27,6 +27,7 @@ class _RunResultKeys(TypedDict):
     merged_commit: str | None
     error: dict[str, Any] | None  # {code, message, hint}: only while it describes the run's state
     run_dir: str
+    untrusted_fields: list[str]  # paths of the fields above that hold a worker's text (core/quoting.py)
 
 
 class RunResult(_RunResultKeys, total=False):

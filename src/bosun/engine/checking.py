@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.changes import GateResult
+from bosun.core.quoting import quoted
 from bosun.engine import record
 from bosun.engine.context import RunContext, read_run_change
 
@@ -84,11 +85,11 @@ def tamper_gates(run: Run) -> list[GateResult]:
     found = run.data.user_git_tampered
     if not found:
         return []
-    detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
+    detail = "the worker changed the repository's git dir (" + ", ".join(quoted(p) for p in found["changed"][:5]) + ")"
     if found.get("restored"):
-        detail += "; bosun restored " + ", ".join(found["restored"][:5])
+        detail += "; bosun restored " + ", ".join(quoted(p) for p in found["restored"][:5])
     if found.get("failed"):
-        detail += "; NOT restored: " + ", ".join(found["failed"][:5])
+        detail += "; NOT restored: " + ", ".join(quoted(p) for p in found["failed"][:5])
     return [GateResult("USER_GIT_TAMPERED", False, detail)]
 
 

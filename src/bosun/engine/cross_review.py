@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.contract import Mode
 from bosun.core.errors import BosunError
+from bosun.core.quoting import quoted
 from bosun.engine import record
 from bosun.engine import review_findings as rf
 from bosun.engine.context import read_run_change
@@ -71,7 +72,8 @@ def review_once(ctx: RunContext, run: Run, task: TaskContract, checked: Checked,
     if read_run_change(run).tree != checked.tree:
         entry["status"], entry["error"] = rf.CHANGED_TREE, "the reviewer changed files in the worktree"
     elif not outcome.result.ok:
-        entry["error"] = f"the reviewer {outcome.result.status}: {outcome.result.error_message or 'no answer'}"
+        said = quoted(outcome.result.error_message, 300) if outcome.result.error_message else "no answer"
+        entry["error"] = f"the reviewer {outcome.result.status}: {said}"
     else:
         entry.update(rf.judge_answer(outcome.result.final_text, Path(run.worktree)))
     return _timed(entry, started)

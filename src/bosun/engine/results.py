@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.core.quoting import untrusted_fields
 from bosun.engine.review_record import compact as compact_review
 from bosun.engine.review_record import read as read_review
 
@@ -97,6 +98,8 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
     if not brief:
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.worker or {}).get("final_text")
+    # Which of these fields hold text a worker wrote (core/quoting.py): data for the parent, never orders.
+    result["untrusted_fields"] = untrusted_fields(result)
     return result  # type: ignore[return-value]  # built in key order (verdicts first), shaped as RunResult
 
 

@@ -17,6 +17,8 @@ Kept free of pydantic and of the engine's heavy modules: ``bosun show`` loads it
 
 from __future__ import annotations
 
+from bosun.core.quoting import quoted
+
 TYPE_CHECKING = False  # not typing's: the fast CLI paths avoid importing typing
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -79,11 +81,12 @@ def _rounds(n: int) -> str:
 
 
 def where(f: Mapping[str, Any]) -> str:
-    """A finding's ``path:line`` as every surface writes it."""
-    path = f.get("path") or "(no path)"
-    return f"{path}:{f['line']}" if f.get("line") else str(path)
+    """A finding's ``path:line`` as every surface writes it (the path is the reviewer's: quoted)."""
+    path = quoted(f["path"]) if f.get("path") else "(no path)"
+    return f"{path}:{f['line']}" if f.get("line") else path
 
 
 def _list(findings: list[dict[str, Any]]) -> str:
-    shown = "; ".join(f"{f.get('severity')} {where(f)} {str(f.get('claim') or '')[:120]}" for f in findings[:3])
+    """Up to three findings for a sentence: each claim is the reviewer's text, quoted."""
+    shown = "; ".join(f"{f.get('severity')} {where(f)} {quoted(f.get('claim') or '')}" for f in findings[:3])
     return shown + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
+from bosun.core.quoting import quoted
 from bosun.core.states import shown_state
 from bosun.engine import record
 from bosun.engine import review_record as rr
@@ -189,9 +190,9 @@ def review_markdown(doc: dict[str, Any] | None) -> list[str]:
 
 def finding_markdown(f: dict[str, Any]) -> str:
     """``P1 src/calc.py:2: claim (fix: ...)``, marked when the cited line is not in the tree."""
-    text = f"{f.get('severity')} {rr.where(f)}: {f.get('claim')}"
+    text = f"{f.get('severity')} {rr.where(f)}: {quoted(f.get('claim') or '', 1000)}"
     if f.get("suggested_fix"):
-        text += f" (fix: {f['suggested_fix']})"
+        text += f" (fix: {quoted(f['suggested_fix'], 1000)})"
     if f.get("citation"):
         text += f" **[citation invalid: {f['citation']}]**"
     return text

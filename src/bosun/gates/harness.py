@@ -17,6 +17,7 @@ from __future__ import annotations
 from bosun.core.changes import GateResult
 from bosun.core.config import GIT_RULE_FILES, PYTHON_STARTUP_FILES
 from bosun.core.globs import match_any
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, touched_paths, unique
 
 GIT_RULES_CHANGED = "GIT_RULES_CHANGED"
@@ -53,5 +54,5 @@ def _matching(inputs: GateInputs, patterns: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for change in inputs.changes:
         verb = _VERBS.get(change.status[:1], "modified")
-        out += [f"{p} ({verb})" for p in touched_paths(change) if match_any(p, patterns) is not None]
+        out += [f"{quoted(p)} ({verb})" for p in touched_paths(change) if match_any(p, patterns) is not None]
     return unique(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from bosun.core.changes import GateResult
 from bosun.core.config import HARNESS_LOCKED
 from bosun.core.globs import match_any
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 from bosun.gates.invocations import invocations
 from bosun.gates.testconfig import NEW_ENV, locked_sections, tox_selected_envs
@@ -44,7 +45,7 @@ def check_locked(inputs: GateInputs) -> GateResult:
         for path in touched_paths(change):
             pattern = match_any(path, locked)
             if pattern is not None:
-                found.append(path if pattern == path else f"{path} (locked by {pattern!r})")
+                found.append(quoted(path) if pattern == path else f"{quoted(path)} (locked by {pattern!r})")
         found += locked_sections(change, inputs.base_text, inputs.new_text, selected)
         if found and all(permitted(p, permit) for p in touched_paths(change)):
             # The task permits this path: a person reads it, nothing is refused but pytest's own settings.
@@ -91,5 +92,6 @@ def check_scope(inputs: GateInputs) -> GateResult:
         [path for change in inputs.changes for path in touched_paths(change) if match_any(path, scope) is None]
     )
     if outside:
-        return GateResult(OUT_OF_SCOPE, False, f"outside the scope ({listing(scope)}): {listing(outside)}")
+        return GateResult(OUT_OF_SCOPE, False,
+                          f"outside the scope ({listing(scope)}): {listing(quoted(p) for p in outside)}")
     return GateResult(OUT_OF_SCOPE, True, f"{plural(len(inputs.changes), 'file')}, all in scope")

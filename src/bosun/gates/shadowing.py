@@ -32,6 +32,7 @@ import tomllib
 from functools import lru_cache
 
 from bosun.core.changes import GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.invocations import invocations, pythonpath_dirs
 
@@ -74,7 +75,7 @@ def check_shadowing(inputs: GateInputs) -> GateResult:
     for path in suspects:
         name = module_name(path, roots)
         if name is not None:
-            found.append(f"{path} (shadows {_origin(name)} module {name!r})")
+            found.append(f"{quoted(path)} (shadows {_origin(name)} module {quoted(name)})")
     if found:
         return GateResult(
             MODULE_SHADOWED,
@@ -85,7 +86,7 @@ def check_shadowing(inputs: GateInputs) -> GateResult:
     return GateResult(
         MODULE_SHADOWED,
         True,
-        f"new modules named like imported ones are not on an import path: {listing(suspects)}",
+        f"new modules named like imported ones are not on an import path: {listing(quoted(p) for p in suspects)}",
     )
 
 

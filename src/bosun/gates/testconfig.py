@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bosun.core.changes import FileChange
+from bosun.core.quoting import quoted
 
 PACKAGE_JSON_KEYS = ("scripts", "jest", "vitest", "mocha")
 NEW_ENV = "(adds a tox environment; nothing that ran before changes)"
@@ -94,8 +95,8 @@ def _compare(path: str, before: str | None, after: str | None, selected: frozens
     try:
         old, new = extract(before), extract(after)
     except _Unparsable:
-        return [f"{path} (does not parse, so its test configuration cannot be checked)"]
-    return [f"{path} {section}" for section in _differences(old, new, selected)]
+        return [f"{quoted(path)} (does not parse, so its test configuration cannot be checked)"]
+    return [f"{quoted(path)} {section}" for section in _differences(old, new, selected)]
 
 
 def _is_new_env(table: str, before: Any, after: Any, selected: frozenset[str]) -> bool:
@@ -193,9 +194,10 @@ def _table_differences(name: str, a: dict[str, Any], b: dict[str, Any], selected
         if x == y:
             continue
         if _is_new_env(f"{name}.{key}", x, y, selected):
-            out.append(f"[{name}.{key}] {NEW_ENV}")
+            out.append(f"[{name}.{quoted(key)}] {NEW_ENV}")
         elif _table_or_absent(x) and _table_or_absent(y):
-            out += _table_differences(f"{name}.{key}", x or {}, y or {}, selected)
+            # A key is the worker's text (a quoted TOML key can hold anything): shown quoted.
+            out += _table_differences(f"{name}.{quoted(key)}", x or {}, y or {}, selected)
         else:
             own_change = True
     if own_change or not out:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from bosun.core.changes import FileChange, GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.pynodes import dotted
 from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module
@@ -63,7 +64,7 @@ def check_test_harness(inputs: GateInputs) -> GateResult:
         old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
         harness = is_harness(change.path) or is_harness(old)
         if harness:
-            changed.append(f"{change.path} {_verb(change)}")
+            changed.append(f"{quoted(change.path)} {_verb(change)}")
         if change.status[:1] == "D" or not is_python(change.path):
             continue
         if not (harness or is_test_module(change.path)):
@@ -72,7 +73,7 @@ def check_test_harness(inputs: GateInputs) -> GateResult:
         had = {t.key for t in tampering(before or "", change.path, is_project)}
         for t in tampering(inputs.new_text(change.path) or "", change.path, is_project):
             if t.key not in had:
-                refusals.append(f"{change.path}:{t.line} {t.what}")
+                refusals.append(f"{quoted(change.path)}:{t.line} {t.what}")
     review = f"; harness changed: {listing(changed)}" if changed else ""
     if refusals:
         return GateResult(TEST_HARNESS_CHANGED, False, f"the test harness tampers with the tests: {listing(refusals)}{review}")

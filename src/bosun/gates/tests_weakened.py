@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 
 from bosun.core.changes import FileChange, GateResult
+from bosun.core.quoting import quoted
 from bosun.gates import jstests, pytests, testdata, tripwire
 from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff
@@ -175,7 +176,7 @@ def _file_findings(
 ) -> tuple[list[str], list[str]]:
     deleted = change.status[:1] == "D"
     if not deleted and is_test_file(old) and not is_test_file(change.path):
-        return [f"{old} moved out of the tests to {change.path}"], []
+        return [f"{quoted(old)} moved out of the tests to {quoted(change.path)}"], []
     before = inputs.base_text(old) if change.status[:1] != "A" else None
     after = None if deleted else inputs.new_text(change.path)
     emptied = bool(before and before.strip()) and after is not None and not after.strip()
@@ -183,7 +184,7 @@ def _file_findings(
         # Harness code removed: TEST_HARNESS_CHANGED lists it. A module that only holds values
         # (`CASES = [...]`) is test data written in code, and losing it loses cases.
         if before is not None and not _DEFINES.search(before):
-            return [f"{old} (test data) {'deleted' if deleted else 'emptied'}"], []
+            return [f"{quoted(old)} (test data) {'deleted' if deleted else 'emptied'}"], []
         return [], []
     if is_python(change.path) or (deleted and is_python(old)):
         found = _python(change.path, before, after, removed, moved)
@@ -201,7 +202,7 @@ def _file_findings(
 def _whole_file(change: FileChange, refusals: list[str], notes: list[str]) -> tuple[list[str], list[str]]:
     """A deleted file is one finding, not one per test it held."""
     if change.status[:1] == "D" and refusals:
-        return [f"{change.path} deleted ({plural(len(refusals), 'test')} lost)"], notes
+        return [f"{quoted(change.path)} deleted ({plural(len(refusals), 'test')} lost)"], notes
     return refusals, notes
 
 
@@ -221,7 +222,7 @@ def _python(
 
 def _textual(change: FileChange, fdiff: FileDiff | None, before: str | None, after: str | None) -> list[str]:
     if change.status[:1] == "D":
-        return [f"{change.path} deleted"]
+        return [f"{quoted(change.path)} deleted"]
     lang = tripwire.language(change.path)
     if lang is None:
         return []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.core.quoting import WORKER_WORDS, untrusted_fields
 from bosun.engine.results import run_result
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, 
     if waits_for_a_person(v):
         reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in v["reasons"])
         return (f"{head}: a person must decide. Read these reasons to your person before approving: {reasons}. "
-                f"Approve with acknowledge={codes(v)} only after they said yes; never acknowledge on their behalf.")
+                f"{WORKER_WORDS} Approve with acknowledge={codes(v)} only after they said yes; never acknowledge on "
+                "their behalf.")
     if v["outcome"] == NEEDS_REVIEW:
         return f"{head}; the run is {state}"
     if v["outcome"] == LANDABLE and state == "verified":
@@ -140,4 +142,5 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
             out[key] = full[key]
     if include_diff:
         out["diff"] = diff_text
+    out["untrusted_fields"] = untrusted_fields(out)
     return out

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import BadInput, BosunError, Busy
+from bosun.core.quoting import WORKER_WORDS
 
 if TYPE_CHECKING:
     from bosun.core.result_types import RunResult
@@ -217,7 +218,7 @@ def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
     reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in (judged["reasons"] if judged else []))
     out = NeedsReview(
         f"run {run_id} needs review: a person must decide. Read these reasons to your person before approving: "
-        + (reasons or err.message),
+        + (reasons or err.message) + f". {WORKER_WORDS}",
         f"once your person said yes, call approve with acknowledge={codes}; never acknowledge on their behalf "
         "without asking; or discard the run",
     )

@@ -42,9 +42,22 @@ def compare(
     ``removed`` maps names the change deletes from the code (functions, classes) to where they were;
     ``moved`` maps the fingerprints of tests the change adds to other files to those files.
     """
+    found, notes = findings(path, before, after, removed, moved)
+    return [text for _, text in found], notes
+
+
+def findings(
+    path: str,
+    before: PyFile | None,
+    after: PyFile | None,
+    removed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``compare``'s refusals, each with the original function it is about ("" when it is about the
+    file, or about a function the start tree did not have): ``([(original, refusal)], notes)``."""
     moved = moved or {}
     base, new = before or PyFile(), after or PyFile()
-    refusals: list[str] = []
+    refusals: list[tuple[str, str]] = []
     notes: list[str] = []
     renamed = _renames(base.tests, new.tests)
     for name, lost in base.tests.items():
@@ -59,26 +72,27 @@ def compare(
         elif gone:
             notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
         elif name in new.funcs:
-            refusals.append(f"{path}:{new.funcs[name].line} {name} is no longer collected as a test")
+            refusals.append((name, f"{path}:{new.funcs[name].line} {name} is no longer collected as a test"))
         else:
-            refusals.append(f"{path}: {name} (was line {lost.line}) deleted")
+            refusals.append((name, f"{path}: {name} (was line {lost.line}) deleted"))
     known = {name for name, _, _ in base.shadowed}
     for name, first, later in new.shadowed:
         if name not in known:
-            refusals.append(f"{path}:{later} redefines {name} of line {first}: only the later one runs")
+            refusals.append((name if name in base.tests else "",
+                             f"{path}:{later} redefines {name} of line {first}: only the later one runs"))
     old_name = {new_name: old for old, new_name in renamed.items()}
     allow_optional = before is None or base.has_optional_skips
     for name, func in new.funcs.items():
-        old = base.funcs.get(name) or base.funcs.get(old_name.get(name, ""))
-        refusals += _func_refusals(path, func, old, allow_optional)
+        original = name if name in base.funcs else old_name.get(name, "")
+        old = base.funcs.get(original)
         found, noted = _marker_findings(path, func, old, allow_optional, base.guards)
-        refusals += found
+        refusals += [(original, text) for text in _func_refusals(path, func, old, allow_optional) + found]
         notes += _func_notes(path, func, old) + noted
     for marker in _added(base.module_markers, new.module_markers):
         if not (marker.optional and before is None):
-            refusals.append(f"{path}:{marker.line} adds a module-wide skip `{marker.text}`")
+            refusals.append(("", f"{path}:{marker.line} adds a module-wide skip `{marker.text}`"))
     if new.load_tests and not base.load_tests:
-        refusals.append(f"{path}: adds load_tests(), which decides which tests unittest runs")
+        refusals.append(("", f"{path}: adds load_tests(), which decides which tests unittest runs"))
     return refusals, notes
 
 

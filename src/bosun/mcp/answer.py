@@ -64,6 +64,10 @@ def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, 
     if v["outcome"] == NEEDS_REVIEW:
         return f"{head}; the run is {state}"
     if v["outcome"] == LANDABLE and state == "verified":
+        if (verification or {}).get("proven_by") == "own_tests":
+            return ("landable: verified and proven by the worker's own tests, which fail without the change and "
+                    "pass with it (bosun ran both); the cross-review read them and left nothing open, and every "
+                    "gate is green")
         if (verification or {}).get("proven"):
             return ("landable: verified and proven: the verify commands failed before the change and pass with "
                     "it (bosun ran both), and every gate is green")
@@ -126,6 +130,7 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
         "verification": None if ver is None else {"passed": ver.get("passed"), "commands": commands},
         # The fail-to-pass proof: the verify commands failed on the start tree and pass on the change.
         "proven": (ver or {}).get("proven"),
+        "proven_by": (ver or {}).get("proven_by"),
         "proof": (ver or {}).get("proof"),
         "files_changed": file_changes(diff_text),
         "diff_sha256": full.get("diff_sha256"),
@@ -138,6 +143,9 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
     for key in ("review", "unenforced"):
         if full.get(key) is not None:
             out[key] = full[key]
+    if ver is not None and ver.get("own_tests"):
+        # A few lines of test instead of the diff: each test's source as the worker wrote it (untrusted).
+        out["own_tests"] = ver["own_tests"]
     if include_diff:
         out["diff"] = diff_text
     return out

@@ -125,6 +125,63 @@ def mode_exit_zero_at_import() -> None:
     Path("src/calc.py").write_text("import os\n\nos._exit(0)\n")
 
 
+# -- behaviour removed with its test (the fmt project of tests/e2e/test_behaviour_changed.py) ------------
+
+def drop_test(name: str) -> None:
+    """Delete the test function ``name`` (its def line to the next blank line) from tests/test_fmt.py."""
+    lines = Path("tests/test_fmt.py").read_text().split("\n")
+    start = lines.index(next(ln for ln in lines if ln.startswith(f"def {name}(")))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
+    Path("tests/test_fmt.py").write_text("\n".join(lines[:start] + lines[end + 1:]))
+
+
+def mode_remove_branch() -> None:
+    """A deprecated branch of label() goes, and its test with it."""
+    edit("fmt.py", "def label(x, legacy=False):\n    if legacy:\n        return 'L' + str(x)\n", "def label(x):\n")
+    drop_test("test_label_legacy")
+
+
+def mode_remove_entry() -> None:
+    """An output format leaves the module's table, and the test of that format with it."""
+    edit("fmt.py", "    'xml': lambda d: '<' + str(d) + '>',\n", "")
+    drop_test("test_render_xml")
+
+
+def mode_rename_tool() -> None:
+    """The tool is renamed: its old name was only in a test's expected string."""
+    edit("fmt.py", "PROG = 'oldtool'", "PROG = 'newtool'")
+    drop_test("test_usage_names_the_tool")
+    append("tests/test_fmt.py", "\n\ndef test_usage_names_newtool():\n    assert 'usage: newtool' in usage()\n")
+
+
+def mode_new_order() -> None:
+    """The legacy descending order goes; its test is replaced by one of the new order."""
+    edit("fmt.py", "return sorted(items, reverse=True)", "return sorted(items)")
+    drop_test("test_order")
+    append("tests/test_fmt.py", "\n\ndef test_order_ascending():\n    assert order([2, 1, 3]) == [1, 2, 3]\n")
+
+
+def mode_fold_tests() -> None:
+    """Two tests of double() folded into one parametrized test (nothing else changes)."""
+    drop_test("test_double_one")
+    drop_test("test_double_two")
+    text = Path("tests/test_fmt.py").read_text()
+    Path("tests/test_fmt.py").write_text("import pytest\n" + text + "\n\n@pytest.mark.parametrize(('x', 'y'), "
+                                         "[(1, 2), (2, 4)])\ndef test_double(x, y):\n    assert double(x) == y\n")
+
+
+def mode_drop_passing_test() -> None:
+    """A test that still passes is deleted, and a comment added to the code: nothing needed it gone."""
+    append("fmt.py", "\n# doubles\n")
+    drop_test("test_double_two")
+
+
+def mode_add_tox_env() -> None:
+    """A fix of calc's add(), and a tox environment no verify command selects."""
+    fix()
+    append("pyproject.toml", "\n[tool.tox.env.docs]\ncommands = [['sphinx-build', 'docs', 'out']]\n")
+
+
 if __name__ == "__main__":
     sys.stdin.read()
     globals()["mode_" + sys.argv[1]]()

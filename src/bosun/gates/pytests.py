@@ -66,6 +66,8 @@ def findings(
         gone = sorted(lost.calls & removed.keys())
         if moved.get(lost.fingerprint, path) != path:
             notes.append(f"{path}: {name} moved to {moved[lost.fingerprint]}")
+        elif folded := _folded_into(lost, new, base):
+            notes.append(f"{path}: {name} folded into the parametrized {folded}")
         elif not gone and (subject := _class_subject(name, new, removed)):
             notes.append(f"{path}: {name} removed with its class, named for {subject}() from {removed[subject]}, "
                          "which the change deletes")
@@ -112,6 +114,19 @@ def _class_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> str:
     if not cls or not subject or any(name.startswith(cls + ".") for name in new.tests):
         return ""
     return next((name for name in removed if name.replace("_", "").lower() == subject), "")
+
+
+def _folded_into(lost: Func, new: PyFile, base: PyFile) -> str:
+    """The new parametrized test ``lost`` was folded into, or "": one the change adds to the same file
+    that calls at least what ``lost`` checked with and whose rows and body hold every constant
+    ``lost`` held (its inputs and its expected values) and checking something."""
+    called = frozenset(c for check in lost.checks for c in check.calls)
+    for name, test in new.tests.items():
+        if name in base.tests or not test.cases or not test.live:
+            continue
+        if lost.literals <= test.literals and called <= frozenset(c for k in test.checks for c in k.calls):
+            return name
+    return ""
 
 
 def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:

@@ -355,6 +355,7 @@ def test_tox_selection_is_read_from_argv_and_toxenv() -> None:
     assert tox_selected_envs([(("tox", "-e", "py311,lint"), {})]) == {"py311", "lint"}
     assert tox_selected_envs([(("tox", "-epy"), {"TOXENV": "docs"})]) == {"py", "docs"}
     assert tox_selected_envs([(("tox", "run", "-m", "x"), {})]) == {ANY_ENV}
+    assert tox_selected_envs([(("tox",), {})]) == {ANY_ENV}  # its env_list or the default: bosun does not read which
     assert tox_selected_envs([(("pytest",), {})]) == set()
 
 

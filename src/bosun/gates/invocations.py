@@ -76,7 +76,7 @@ def entry_invocations(cmd: VerifyCommand) -> list[Invocation]:
 PYTEST, UNITTEST, JUNIT = "pytest", "unittest", "junit"
 
 
-def test_runner(cmd: VerifyCommand) -> str | None:
+def runner_of(cmd: VerifyCommand) -> str | None:
     """Which per-test report a verify entry must give: ``junit`` (the entry names a ``junit`` file),
     ``pytest`` (it runs pytest: its JUnit XML), ``unittest`` (``python -m unittest``: its summary), or
     None: a command that runs neither (``make check``, a script), judged by its exit code alone."""

@@ -10,7 +10,8 @@ about the task when it failed only because it uses something the change adds; su
 * it raised ``ImportError``, ``ModuleNotFoundError``, ``AttributeError`` or ``NameError`` about a
   name the change introduces (a new function, module, attribute, marker);
 * it checks that such a name exists (``hasattr``, ``getattr``, ``dir()``, ``vars()``, ``__dict__``
-  with the name as a string).
+  with the name as a string);
+* it could not open a file the change adds (``FileNotFoundError`` naming it).
 
 Any other failure (an assertion on what the code returns, an exception the old code raised) is
 ``behaviour``: what the test states is for its reader to judge against the task.
@@ -28,7 +29,9 @@ BEHAVIOUR = "behaviour"
 NEW_NAME = "new_name"
 
 _NAME_ERRORS = re.compile(r"^\s*(?:\w+\.)*(ImportError|ModuleNotFoundError|AttributeError|NameError)\b")
+_FILE_ERRORS = re.compile(r"^\s*(?:\w+\.)*(FileNotFoundError|IsADirectoryError|NotADirectoryError)\b")
 _QUOTED = re.compile(r"'([A-Za-z_][\w.]*)'")
+_QUOTED_PATH = re.compile(r"'([^']+)'")
 _EXISTENCE_CALLS = frozenset({"hasattr", "getattr"})
 _LISTINGS = frozenset({"dir", "vars"})
 
@@ -70,8 +73,8 @@ def introduced_names(pairs: Iterable[tuple[str | None, str | None]], added_modul
     return frozenset(n for n in out if n)
 
 
-def classify(message: str | None, collect_error: bool, source: str | None,
-             introduced: frozenset[str]) -> tuple[str, str]:
+def classify(message: str | None, collect_error: bool, source: str | None, introduced: frozenset[str],
+             added_files: Iterable[str] = ()) -> tuple[str, str]:
     """``(kind, why)`` of a test that failed on the start tree's code and passes on the change."""
     if collect_error:
         return NEW_NAME, "its module did not import without the change"
@@ -80,6 +83,10 @@ def classify(message: str | None, collect_error: bool, source: str | None,
         named = [n for n in _QUOTED.findall(first) if n in introduced or n.rpartition(".")[2] in introduced]
         if named:
             return NEW_NAME, f"it failed only on a name the change adds ({json.dumps(named[-1])})"
+    if _FILE_ERRORS.match(first):
+        opened = [q for q in _QUOTED_PATH.findall(first) for f in added_files if q == f or q.endswith("/" + f)]
+        if opened:
+            return NEW_NAME, f"it failed only on a file the change adds ({json.dumps(opened[-1])})"
     checked = _existence_checks(source, introduced)
     if checked:
         return NEW_NAME, f"it checks only that a name the change adds exists ({json.dumps(checked[0])})"
@@ -116,7 +123,7 @@ def _strings(nodes: list[ast.expr], introduced: frozenset[str]) -> list[str]:
     return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in introduced]
 
 
-def test_source(text: str | None, qualname: str, max_lines: int = 60, max_chars: int = 4000) -> str | None:
+def source_of(text: str | None, qualname: str, max_lines: int = 60, max_chars: int = 4000) -> str | None:
     """The source of the function ``qualname`` (``Class.test_x``) in ``text``, decorators included,
     bounded; None when the file does not parse or has no such function."""
     if not text:

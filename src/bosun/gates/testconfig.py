@@ -69,8 +69,11 @@ def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]])
     for argv, env in invocations:
         if not argv or argv[0].rsplit("/", 1)[-1] != "tox":
             continue
-        names.update(n for n in env.get("TOXENV", "").split(",") if n)
+        named = {n for n in env.get("TOXENV", "").split(",") if n}
+        names |= named
         words = list(argv[1:])
+        if not named and not any(w.startswith(("-e", "--env")) for w in words):
+            return frozenset({ANY_ENV})  # its env_list, or tox's default: any environment may be the one it runs
         for i, word in enumerate(words):
             value = None
             if word in ("-e", "--env", "-m", "--labels", "-f", "--factors") and i + 1 < len(words):

@@ -126,6 +126,6 @@ class OriginalRuns:
         return outcomes.get((path, test))
 
 
-def test_files_touched(tests: TestSet, paths: Iterable[str]) -> list[str]:
+def touched_tests(tests: TestSet, paths: Iterable[str]) -> list[str]:
     """The paths among ``paths`` that are test paths, sorted."""
     return sorted({p for p in paths if p and tests.is_test_path(p)})

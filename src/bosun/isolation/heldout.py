@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from bosun.core.changes import FileChange, GateResult
 from bosun.core.contract import TaskContract
 from bosun.core.globs import match_any
-from bosun.gates.testset import TestSet, test_files_touched
+from bosun.gates.testset import TestSet, touched_tests
 from bosun.isolation.change import View, edit_tree, tree_entries
 
 HOLDOUT_TOUCHED = "HOLDOUT_TOUCHED"
@@ -31,7 +31,7 @@ TESTS_REWRITTEN = "TESTS_REWRITTEN"
 def touched_test_paths(changes: list[FileChange], tests: TestSet) -> list[str]:
     """The test paths (test files the runners reported or the names say, and anything under a test
     directory) the change adds, edits, deletes or renames: the same notion TEST_WEAKENED uses."""
-    return test_files_touched(tests, [p for c in changes for p in (c.path, c.old_path) if p])
+    return touched_tests(tests, [p for c in changes for p in (c.path, c.old_path) if p])
 
 
 # -- holdout files ----------------------------------------------------------------------------------

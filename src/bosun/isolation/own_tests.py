@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core import paths
 from bosun.core.changes import FileChange
 from bosun.core.contract import TaskContract
-from bosun.gates.owntests import BEHAVIOUR, classify, introduced_names, test_source
+from bosun.gates.owntests import BEHAVIOUR, classify, introduced_names, source_of
 from bosun.gates.testset import TestSet, split_id
 
 if TYPE_CHECKING:
@@ -156,11 +156,13 @@ def describe(view: View, start: str, change: Change, tests: TestSet, after: dict
             [(text(start, _old(c)), text(change.tree, c.path)) for c in _code(change.changes, tests)
              if c.status[:1] != "A"],
             [c.path for c in _code(change.changes, tests) if c.status[:1] == "A"])
+        added = [c.path for c in change.changes if c.status[:1] == "A" and not tests.is_test_path(c.path)]
         described = []
         for test_id in candidates[:200]:
             path, qual = split_id(test_id)
-            source = test_source(text(change.tree, path), qual)
-            kind, why = classify(messages.get(test_id), path in broken and test_id not in failed, source, introduced)
+            source = source_of(text(change.tree, path), qual)
+            kind, why = classify(messages.get(test_id), path in broken and test_id not in failed, source, introduced,
+                                 added)
             described.append({"id": test_id, "kind": kind, "why": why, "source": source, "untrusted": True})
     described.sort(key=lambda d: d["kind"] != BEHAVIOUR)
     return described[:MAX_DESCRIBED]

@@ -21,7 +21,7 @@ from typing import Any
 
 from bosun import proc
 from bosun.core.contract import TaskContract, VerifyCommand
-from bosun.gates.invocations import test_runner
+from bosun.gates.invocations import runner_of
 from bosun.isolation.test_reports import clear_report, read_junit, read_unittest, report_path
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
@@ -85,7 +85,7 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         auto_junit.unlink(missing_ok=True)
         cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "")
                                      + f" -o junit_family=xunit1 --junitxml={auto_junit} {addopts}").strip()
-        runner = test_runner(cmd)
+        runner = runner_of(cmd)
         own_reports = reports_of(cmd, worktree)
         for path in own_reports:
             clear_report(path, worktree)

@@ -52,11 +52,15 @@ def file_changes(diff_text: str) -> list[dict[str, Any]]:
 def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, Any] | None,
             error: Mapping[str, Any] | None) -> str:
     """The verdict in a sentence, said first: what bosun decided and what the parent does about it."""
-    from bosun.engine.verdict import LANDABLE, NEEDS_REVIEW, codes, one_line, waits_for_a_person
+    from bosun.engine.verdict import LANDABLE, NEEDS_REVIEW, OWN_TESTS_PROOF, codes, one_line, waits_for_a_person
 
     if v is None:
         return f"{state}: not judged yet" + (f" ({error.get('message')})" if error else "")
     head = one_line(v)
+    if waits_for_a_person(v) and codes(v) == [OWN_TESTS_PROOF]:
+        return (f"{head}: proven only by the worker's own tests. Read own_tests (each test's source, the worker's "
+                "text); if they state what the task asks, approve with acknowledge=['OWN_TESTS_PROOF'] on your own "
+                "reading; if not, discard it or delegate again.")
     if waits_for_a_person(v):
         reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in v["reasons"])
         return (f"{head}: a person must decide. Read these reasons to your person before approving: {reasons}. "
@@ -79,8 +83,11 @@ def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, 
 
 
 def next_step(v: Mapping[str, Any] | None, state: str) -> str:
-    from bosun.engine.verdict import codes, waits_for_a_person
+    from bosun.engine.verdict import OWN_TESTS_PROOF, codes, waits_for_a_person
 
+    if state == "verified" and waits_for_a_person(v) and codes(v) == [OWN_TESTS_PROOF]:
+        return ("read own_tests: if the tests state what the task asks, call approve with "
+                "acknowledge=['OWN_TESTS_PROOF']; if not, discard")
     if state == "verified" and waits_for_a_person(v):
         return (f"a person must decide: read verdict.reasons to your person (call diff if they want to see the "
                 f"change); if they say yes, call approve with acknowledge={codes(v)}; if not, discard")

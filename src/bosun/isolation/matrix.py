@@ -67,7 +67,7 @@ def run_matrix(run: Run, task: TaskContract, change: Change, view: View, before:
     """Verify the change and the trees built from it; the worktree holds exactly the change after."""
     from bosun.isolation.change import materialize
     from bosun.isolation.heldout import with_holdout
-    from bosun.isolation.verification import run_verify_commands
+    from bosun.isolation.run_env import run_verify_commands
 
     hold = run.data.holdout or {}
     hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run.start_commit
@@ -102,7 +102,7 @@ def _held_out(matrix: Matrix, run: Run, task: TaskContract, view: View, change: 
     """The change's code with the original tests put back, run in the worktree."""
     from bosun.isolation.change import materialize
     from bosun.isolation.heldout import heldout_tree, with_holdout
-    from bosun.isolation.verification import run_verify_commands
+    from bosun.isolation.run_env import run_verify_commands
 
     matrix.held = heldout_tree(view, run.start_commit, change.tree, change.changes, matrix.tests)
     matrix.heldout = None

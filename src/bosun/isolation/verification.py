@@ -28,13 +28,10 @@ start tree's run as it takes it) and gets back one value to prove, record and ju
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.core import paths
 from bosun.core.changes import GateResult
 from bosun.core.config import Settings
 from bosun.core.contract import Mode, TaskContract
@@ -110,29 +107,6 @@ def _take_out_read_only_writes(run: Run, task: TaskContract, view: View) -> Chan
         return None  # a change bosun cannot represent is refused on its own, before anything runs
     materialize(view, view.git(["rev-parse", f"{run.start_commit}^{{tree}}"]).strip().decode())
     return change
-
-
-def fresh_verify_home(run_id: str) -> Path:
-    """A HOME nobody could have prepared: created now, under a random name, after the worker stopped."""
-    rdir = paths.run_dir(run_id)
-    rdir.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
-
-
-def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str, Any]:
-    """The task's verify commands in ``workdir`` with the run's set-up put back, a fresh HOME and the
-    kernel confinement verification runs under."""
-    from bosun.isolation.run_env import before_verify, with_run_env
-    from bosun.isolation.verify_commands import run_verification, verify_confinement
-
-    before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
-    task = with_run_env(task, run)
-
-    home = fresh_verify_home(run.id)
-    try:
-        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def problem_gates(change: Change) -> list[GateResult]:

@@ -52,7 +52,14 @@ def file_changes(diff_text: str) -> list[dict[str, Any]]:
 def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, Any] | None,
             error: Mapping[str, Any] | None) -> str:
     """The verdict in a sentence, said first: what bosun decided and what the parent does about it."""
-    from bosun.engine.verdict import LANDABLE, NEEDS_REVIEW, OWN_TESTS_PROOF, codes, one_line, waits_for_a_person
+    from bosun.engine.verdict import (
+        LANDABLE,
+        NEEDS_REVIEW,
+        OWN_TESTS_PROOF,
+        codes,
+        one_line,
+        waits_for_a_person,
+    )
 
     if v is None:
         return f"{state}: not judged yet" + (f" ({error.get('message')})" if error else "")

@@ -61,6 +61,13 @@ def test_a_fix_with_its_regression_test_is_proven_by_its_own_test(cli, repo, tmp
     assert doc["own"]["paths"] == ["tests/test_calc.py"]
     assert doc["heldout"]["passed"] is True  # the original tests still pass with the change
     assert user_state(repo) == before
+    # What a parent reads: the tests' source instead of the diff, and that this reason is its own to settle.
+    from bosun.mcp.answer import compact_result
+    from bosun.store.db import open_store
+
+    answer = compact_result(open_store().require_run(res["id"]))
+    assert answer["proven_by"] == "own_tests" and answer["own_tests"][0]["untrusted"] is True
+    assert "acknowledge=['OWN_TESTS_PROOF'] on your own reading" in answer["summary"]
 
 
 def test_a_cross_review_that_clears_the_own_tests_makes_the_change_landable(cli, repo, tmp_path, monkeypatch):
@@ -102,3 +109,24 @@ def test_own_tests_do_not_prove_a_change_that_breaks_the_original_tests(cli, rep
     res = delegate(cli, repo, tmp_path, "fix_and_break_original")
     assert res["exit_code"] == 3 and "TESTS_REWRITTEN" in codes(res), res["verdict"]
     assert res["verification"]["proven_by"] is None
+
+
+def test_the_workers_tests_never_run_in_a_pooled_checkout(cli, repo, tmp_path):
+    # The own-tests run executes the worker's tests; one that repoints its checkout's .git at the
+    # user's git dir must not get a pooled worktree reset through it (that moves the user's HEAD).
+    untested_bug(repo, "repoint_git")
+    with (repo / "bosun.toml").open("a") as fh:
+        fh.write("\n[pool]\nsize = 5\n")
+    git(repo, "commit", "-qam", "pool")
+    code, warm = cli("pool", "warm", "--repo", str(repo), "--json")
+    assert code == 0, warm
+    before = user_state(repo)
+    res = delegate(cli, repo, tmp_path, "repoint_git")
+    assert res["verification"]["proven_by"] == "own_tests", res["verification"]
+    assert user_state(repo) == before
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert "own-tests" not in listed  # its temporary checkout was removed from the repository's side
+    code, pool = cli("pool", "status", "--repo", str(repo), "--json")
+    for slot in pool["worktrees"]:
+        if slot["state"] == "idle":
+            assert git(Path(slot["path"]), "rev-parse", "--absolute-git-dir").strip() != str(repo / ".git")

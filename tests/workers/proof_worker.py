@@ -46,6 +46,28 @@ def mode_fix_with_new_test_file() -> None:
     Path("tests/test_add.py").write_text("from calc import add\n\n\ndef test_adds():\n    assert add(2, 3) == 5\n")
 
 
+REPOINT = """import pathlib
+
+from calc import add
+
+# Wherever this runs, point the checkout's .git at the repository's own git dir: git run there
+# afterwards (a reset, a checkout) would then move the user's HEAD and index.
+_GIT = pathlib.Path(".git")
+if _GIT.is_file():
+    _GIT.write_text("gitdir: " + _GIT.read_text().split("gitdir:")[1].strip().split("/worktrees/")[0] + "\\n")
+
+
+def test_add_regression():
+    assert add(2, 3) == 5
+"""
+
+
+def mode_repoint_git() -> None:
+    """A fix whose regression test, when it runs, repoints its checkout's .git at the user's git dir."""
+    fix()
+    Path("tests/test_regression.py").write_text(REPOINT)
+
+
 def mode_fix_with_passing_test() -> None:
     """A fix whose new test passes on the old code too: it proves nothing."""
     fix()

@@ -5,9 +5,9 @@ Invariant: **the tree holds the start tree's code and nothing of the change but 
 It is the start tree (with the holdout files, as the baseline runs it) with every test path the
 change touched (test modules, harness, test data: :class:`bosun.gates.testset.TestSet`) as the
 change has it, added, edited or deleted; the bytes come from the change's tree, read through bosun's
-view before the run starts. It runs beside the worktree being verified, never in it: in an idle
-pooled worktree, else a temporary one under the run directory, in a thread started as soon as the
-change is read, so it overlaps the change's own verification and costs no wall time unless it takes
+view before the run starts. It runs beside the worktree being verified, never in it, and never in a
+pooled worktree (the worker's tests run there): in a temporary worktree under the run directory, in
+a thread started as soon as the change is read, so it overlaps the change's own verification and costs no wall time unless it takes
 longer. Its pytest processes go on past a module that does not import (``--continue-on-collection-
 errors``): a worker's new test file that needs a new name must not hide its other tests.
 
@@ -68,10 +68,14 @@ def lay_over(checkout: Path, overlay: Overlay) -> None:
 
 
 def verify_beside(run: Run, task: TaskContract, commit: str, workdir: Path, *, prepare: Callable[[Path], None]
-                  | None = None, should_stop: Any = None, addopts: str = "") -> dict[str, Any]:
+                  | None = None, should_stop: Any = None, addopts: str = "", pooled: bool = True) -> dict[str, Any]:
     """The verify commands on a checkout of ``commit`` beside the run's worktree (a pooled one when
-    idle, else a temporary one under ``workdir``), with the run's set-up put back and the kernel
-    confinement verification runs under; ``prepare`` changes the checkout first."""
+    ``pooled`` and one is idle, else a temporary one under ``workdir``), with the run's set-up put back
+    and the kernel confinement verification runs under; ``prepare`` changes the checkout first.
+
+    Only code the user had may run in a pooled checkout: the pool resets it with git run inside it,
+    and code that ran there could have pointed its ``.git`` file at another repository. A temporary
+    checkout is removed from the repository's side, its ``.git`` file put back first."""
     from bosun.isolation.run_env import before_verify, with_run_env
     from bosun.isolation.verify_commands import verify_checkout, verify_commit, verify_confinement
     from bosun.isolation.workspace import borrow_checkout, return_checkout
@@ -83,7 +87,7 @@ def verify_beside(run: Run, task: TaskContract, commit: str, workdir: Path, *, p
         return verify_confinement(repo, wt, home)
 
     commands = list(with_run_env(task, run).verify)
-    slot = borrow_checkout(run, commit)
+    slot = borrow_checkout(run, commit) if pooled else None
     if slot is None:
         return verify_commit(repo, commit, commands, workdir, task.title, confine_to=confine_to,
                              should_stop=should_stop, prepare=prepare, addopts=addopts)
@@ -119,7 +123,7 @@ class OwnTestsRun:
         try:
             self.result = verify_beside(self.run, self.task, start, paths.run_dir(self.run.id) / OWN_DIR,
                                         prepare=lambda wt: lay_over(wt, self.overlay), should_stop=self._stop.is_set,
-                                        addopts="--continue-on-collection-errors")
+                                        addopts="--continue-on-collection-errors", pooled=False)  # the worker's tests run
         except Exception as exc:  # noqa: BLE001 - a run that cannot be made proves nothing; never fatal
             self.error = f"{type(exc).__name__}: {exc}"
 

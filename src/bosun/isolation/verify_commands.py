@@ -193,11 +193,29 @@ def verify_commit(
     shutil.rmtree(wt, ignore_errors=True)
     wt.parent.mkdir(parents=True, exist_ok=True)
     git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
+    pointer = (wt / ".git").read_bytes()
     try:
         return verify_checkout(wt, commit, commands, workdir, title, confine_to, should_stop, prepare, addopts)
     finally:
+        _put_back(wt / ".git", pointer)  # the commands ran code that could write it: git removes what it made
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)
+
+
+def _put_back(gitfile: Path, pointer: bytes) -> None:
+    """The checkout's ``.git`` file as ``git worktree add`` wrote it, whatever replaced it since."""
+    import shutil
+
+    try:
+        if not gitfile.is_symlink() and gitfile.is_file() and gitfile.read_bytes() == pointer:
+            return
+        if gitfile.is_dir() and not gitfile.is_symlink():
+            shutil.rmtree(gitfile)
+        else:
+            gitfile.unlink(missing_ok=True)
+        gitfile.write_bytes(pointer)
+    except OSError:
+        pass  # the removal below then fails and says so
 
 
 def verify_worktree(workdir: Path) -> Path:

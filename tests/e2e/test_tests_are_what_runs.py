@@ -108,6 +108,19 @@ def test_a_test_file_only_the_runners_settings_collect_is_a_test(cli, tmp_path):
     res = delegate(cli, repo, tmp_path, "checks_skip", [f"{sys.executable} -m pytest -q"])
     assert res["exit_code"] == 3, res["verdict"]
     assert "checks.py:7 test_add adds `pytest.mark.skip(reason='later')`" in red(res)["TEST_WEAKENED"]
+    # The original checks.py, held out, is what the change's code is run against too.
+    assert "with the original tests put back (checks.py)" in red(res)["TESTS_REWRITTEN"]
     doc = json.loads((paths.run_dir(res["id"]) / "verification.json").read_text())
     assert "checks.py" in doc["test_files"]
     assert doc["baseline"]["commands"][0]["tests"]["files"] == ["checks.py"]
+
+
+def test_tests_keep_covers_a_test_file_only_the_runner_names(cli, tmp_path):
+    pyproject = '[tool.pytest.ini_options]\npython_files = ["checks.py"]\n'
+    repo = project(tmp_path, {"calc.py": CALC, "checks.py": CHECKS, "pyproject.toml": pyproject})
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"title": "Fix add()", "prompt": "add() subtracts; make it add.", "tests": "keep",
+                                "verify": [f"{sys.executable} -m pytest -q"]}))
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "checks_skip", "--json")
+    assert code == 3, res["verdict"]
+    assert "tests: keep, but the change edits existing test files: checks.py" in red(res)["TESTS_REWRITTEN"]

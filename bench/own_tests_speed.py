@@ -23,13 +23,15 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from baseline import BUSY_TEST as BUSY_ADD_TEST  # noqa: E402  (the fail-to-pass bench's repository)
+from baseline import bench_env, timed_delegate, write_repo  # noqa: E402
 
 WORKER = """import sys, time
 sys.stdin.read()
@@ -41,41 +43,18 @@ open('tests/test_add.py', 'w').write(test.replace('def test_sub', 'def test_add'
 print('done')
 """
 
-BUSY_TEST = """import time
-from calc import sub
-
-
-def test_sub():
-    end = time.process_time() + {verify_s}
-    while time.process_time() < end:
-        pass
-    assert sub(5, 3) == 2
-"""
+# The fail-to-pass bench's busy test, of sub() (which works): the task's tests pass before the fix.
+BUSY_TEST = BUSY_ADD_TEST.replace("add", "sub").replace("sub(2, 3) == 5", "sub(5, 3) == 2")
 
 
 def make_repo(path: Path, env: dict[str, str], worker_s: float, verify_s: float) -> None:
-    (path / "src").mkdir(parents=True)
-    (path / "tests").mkdir()
-    (path / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
-    (path / "tests" / "test_sub.py").write_text(BUSY_TEST.format(verify_s=verify_s))
-    (path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-    (path / ".gitignore").write_text("__pycache__/\n")
-    (path / "worker.py").write_text(WORKER.format(worker_s=worker_s))
-    (path / "bosun.toml").write_text(
-        f'default_profile = "w"\n[profiles.w]\nadapter = "command"\ncommand = [{json.dumps(sys.executable)}, '
-        f'{json.dumps(str(path / "worker.py"))}]\n')
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+    calc = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+    write_repo(path, env, {"src/calc.py": calc, "tests/test_sub.py": BUSY_TEST.format(verify_s=verify_s),
+                           ".gitignore": "__pycache__/\n"}, WORKER.format(worker_s=worker_s))
 
 
 def delegate(repo: Path, task: Path, home: Path, env: dict[str, str], own: bool) -> tuple[float, float | None]:
-    run_env = {**env, "BOSUN_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
-    t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "bosun", "delegate", str(task), "--repo", str(repo), "--json"],
-                         env=run_env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    out = json.loads(res.stdout)
-    assert out["state"] == "verified", out
+    wall, out = timed_delegate(repo, task, home, env)
     assert (out["verification"].get("proven_by") == "own_tests") == own, out["verification"]
     doc = json.loads((home / "runs" / out["id"] / "verification.json").read_text())
     own_s = sum(c.get("duration_s") or 0 for c in (doc.get("own") or {}).get("commands") or []) or None
@@ -91,9 +70,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bosun-bench-own-") as t:
         tmp = Path(t)
-        env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
-               "GIT_COMMITTER_EMAIL": "b@x", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(tmp / "gc"),
-               "BOSUN_CONFIG": str(tmp / "none.toml")}
+        env = bench_env(tmp)
         repo = tmp / "repo"
         make_repo(repo, env, args.worker_s, args.verify_s)
         tasks = {}

@@ -25,6 +25,8 @@ import re
 import textwrap
 from collections.abc import Iterable
 
+from bosun.gates.pynodes import referenced_names
+
 BEHAVIOUR = "behaviour"
 NEW_NAME = "new_name"
 
@@ -44,13 +46,9 @@ def identifiers(text: str | None) -> set[str]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return set(re.findall(r"[A-Za-z_]\w*", text))  # unparsable: every word counts as known
-    out: set[str] = set()
+    out = referenced_names(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            out.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            out.add(node.attr)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             out.add(node.name)
         elif isinstance(node, ast.arg):
             out.add(node.arg)

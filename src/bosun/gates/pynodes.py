@@ -45,6 +45,17 @@ def dotted(node: ast.AST) -> str:
             return ".".join(reversed(parts))
 
 
+def referenced_names(node: ast.AST) -> set[str]:
+    """Every name and attribute ``node`` refers to (``calc.add(x)``: ``calc``, ``add``, ``x``)."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            out.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.add(sub.attr)
+    return out
+
+
 def last_name(node: ast.AST) -> str:
     return dotted(node).rsplit(".", 1)[-1]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,16 @@ def test_unittest_quiet_output_gives_counts_only():
     assert read_unittest("no summary here") is None
     nothing = read_unittest("\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n")
     assert nothing is not None and nothing["count"] == 0
+
+
+def test_the_own_tests_run_leaves_out_the_test_modules_the_change_does_not_touch(tmp_path):
+    from bosun.isolation.own_tests import MAX_IGNORED_CHARS, pytest_options
+
+    out = junit(tmp_path, {"calc.py": CALC, "tests/test_calc.py": TESTS, "tests/test_b.py": "def test_b():\n    pass\n"},
+                *shlex.split(pytest_options(["tests/test_calc.py"]).replace("{tree}", str(tmp_path))))  # as pytest reads it
+    report = read_junit(out, tmp_path, tmp_path)
+    assert report is not None and report["passed"] == ["tests/test_b.py::test_b"]
+    assert pytest_options([]) == "--continue-on-collection-errors"
+    many = [f"tests/test_{i:05}_{'x' * 40}.py" for i in range(2000)]
+    assert pytest_options(many) == "--continue-on-collection-errors"  # too long for one environment string
+    assert MAX_IGNORED_CHARS < 128 * 1024

@@ -127,7 +127,12 @@ def _start_own(run: Run, task: TaskContract, view: View, change: Change, tests: 
     from bosun.isolation.own_tests import OwnTestsRun, overlay_of
 
     paths = _wants_own(task, change, tests, known)
-    return OwnTestsRun(run, task, overlay_of(view, change, paths)).start() if paths else None
+    return OwnTestsRun(run, task, overlay_of(view, change, paths), _unchanged(tests, paths)).start() if paths else None
+
+
+def _unchanged(tests: TestSet, touched: list[str]) -> list[str]:
+    """Test modules the runners reported that the change leaves as they were."""
+    return sorted(tests.reported - set(touched))
 
 
 def _finish_own(own: OwnTestsRun | None, matrix: Matrix, run: Run, task: TaskContract, view: View,
@@ -142,7 +147,8 @@ def _finish_own(own: OwnTestsRun | None, matrix: Matrix, run: Run, task: TaskCon
         own.stop()  # not needed after all, or laid over the wrong paths
         own = None
     if own is None and paths:
-        own = OwnTestsRun(run, task, overlay_of(view, change, paths)).start()
+        unchanged = _unchanged(TestSet.of(matrix.baseline), paths)
+        own = OwnTestsRun(run, task, overlay_of(view, change, paths), unchanged).start()
     doc = own.wait() if own is not None else None
     if doc is not None and doc.get("commands"):
         doc["tests"] = describe(view, run.start_commit, change, TestSet.of(matrix.baseline, matrix.change, doc),

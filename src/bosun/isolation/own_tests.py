@@ -9,7 +9,9 @@ view before the run starts. It runs beside the worktree being verified, never in
 pooled worktree (the worker's tests run there): in a temporary worktree under the run directory, in
 a thread started as soon as the change is read, so it overlaps the change's own verification and costs no wall time unless it takes
 longer. Its pytest processes go on past a module that does not import (``--continue-on-collection-
-errors``): a worker's new test file that needs a new name must not hide its other tests.
+errors``): a worker's new test file that needs a new name must not hide its other tests. They leave
+out the test modules the change does not touch that the start tree's run reported (``--ignore``):
+the baseline ran exactly those on exactly this code, so the run costs what the worker's tests cost.
 
 :func:`describe` names the tests that fail there and pass on the change, each with its source (the
 worker's text, marked as such) and whether its failure says anything about the task
@@ -100,11 +102,26 @@ def verify_beside(run: Run, task: TaskContract, commit: str, workdir: Path, *, p
     return result
 
 
-class OwnTestsRun:
-    """The change's test paths on the start tree's code, in a thread: ``start``, then ``wait``."""
+MAX_IGNORED_CHARS = 60_000  # PYTEST_ADDOPTS is one environment string: the kernel caps one at 128 KiB
 
-    def __init__(self, run: Run, task: TaskContract, overlay: Overlay) -> None:
+
+def pytest_options(unchanged: list[str]) -> str:
+    """What the own-tests run asks of pytest: go on past a module that does not import, and leave out
+    the test modules the change does not touch (the start tree's run already ran them on this code).
+    Too many to name: they run too."""
+    import shlex
+
+    ignored = " ".join(shlex.quote(f"--ignore={{tree}}/{p}") for p in sorted(unchanged))
+    return "--continue-on-collection-errors" + (f" {ignored}" if ignored and len(ignored) < MAX_IGNORED_CHARS else "")
+
+
+class OwnTestsRun:
+    """The change's test paths on the start tree's code, in a thread: ``start``, then ``wait``.
+    ``unchanged``: test modules the start tree's run reported that the change does not touch."""
+
+    def __init__(self, run: Run, task: TaskContract, overlay: Overlay, unchanged: list[str] | None = None) -> None:
         self.run, self.task, self.overlay = run, task, overlay
+        self.options = pytest_options(unchanged or [])
         self.result: dict[str, Any] | None = None
         self.error: str | None = None
         self._stop = threading.Event()
@@ -123,7 +140,7 @@ class OwnTestsRun:
         try:
             self.result = verify_beside(self.run, self.task, start, paths.run_dir(self.run.id) / OWN_DIR,
                                         prepare=lambda wt: lay_over(wt, self.overlay), should_stop=self._stop.is_set,
-                                        addopts="--continue-on-collection-errors", pooled=False)  # the worker's tests run
+                                        addopts=self.options, pooled=False)  # the worker's tests run there
         except Exception as exc:  # noqa: BLE001 - a run that cannot be made proves nothing; never fatal
             self.error = f"{type(exc).__name__}: {exc}"
 

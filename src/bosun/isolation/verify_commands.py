@@ -57,7 +57,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
                      confine: Any = None, should_stop: Any = None, addopts: str = "") -> dict[str, Any]:
     """Run every verify command in ``worktree``; ``confine`` (a ``bosun.sandbox.Confinement``) applies
     the kernel sandbox to them, as to the worker: they run the worker's code. ``addopts`` go to every
-    pytest as well (a run of bosun's own that asks more of pytest than the task does)."""
+    pytest as well (a run of bosun's own that asks more of pytest than the task does), ``{tree}`` in
+    them standing for ``worktree``."""
     (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = verify_env(home)
     commands = []
@@ -84,7 +85,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         auto_junit.parent.mkdir(parents=True, exist_ok=True)
         auto_junit.unlink(missing_ok=True)
         cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "")
-                                     + f" -o junit_family=xunit1 --junitxml={auto_junit} {addopts}").strip()
+                                     + f" -o junit_family=xunit1 --junitxml={auto_junit} "
+                                     + addopts.replace("{tree}", str(worktree))).strip()
         runner = runner_of(cmd)
         own_reports = reports_of(cmd, worktree)
         for path in own_reports:

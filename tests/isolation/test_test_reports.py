@@ -157,3 +157,19 @@ def test_the_own_tests_run_leaves_out_the_test_modules_the_change_does_not_touch
     many = [f"tests/test_{i:05}_{'x' * 40}.py" for i in range(2000)]
     assert pytest_options(many) == "--continue-on-collection-errors"  # too long for one environment string
     assert MAX_IGNORED_CHARS < 128 * 1024
+
+
+def test_unittest_files_are_found_as_its_discovery_finds_them(tmp_path):
+    from bosun.isolation.test_reports import unittest_files
+
+    for name in ("tests/__init__.py", "tests/test_a.py", "tests/check_b.py", "tests/sub/__init__.py",
+                 "tests/sub/check_c.py", "tests/loose/check_d.py", "test_root.py", "pkg/mod.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert unittest_files([], tmp_path, tmp_path) == ["test_root.py", "tests/test_a.py"]
+    assert unittest_files(["discover", "-s", "tests", "-p", "check_*.py"], tmp_path, tmp_path) == [
+        "tests/check_b.py", "tests/sub/check_c.py"]  # loose/ is no package: discovery does not enter it
+    assert unittest_files(["discover", "tests", "check_*.py"], tmp_path, tmp_path) == [
+        "tests/check_b.py", "tests/sub/check_c.py"]
+    assert unittest_files(["-v", "tests.test_a", "pkg/mod.py"], tmp_path, tmp_path) == ["pkg/mod.py", "tests/test_a.py"]
+    assert unittest_files(["discover", "-s", "../elsewhere"], tmp_path, tmp_path) == []

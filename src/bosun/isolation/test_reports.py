@@ -7,8 +7,8 @@ run, never what a file is named.** Three sources, one shape:
   own HOME, ``-o junit_family=xunit1`` so each ``<testcase>`` names its ``file``); a command's own
   ``--junitxml PATH`` is read instead when it overrides bosun's;
 * a verify entry's ``junit: PATH`` (other runners);
-* ``python -m unittest``: its summary (``Ran N tests`` and ``OK``/``FAILED (...)``), and each test
-  when it prints them (``-v``).
+* ``python -m unittest``: its summary (``Ran N tests`` and ``OK``/``FAILED (...)``), each test when
+  it prints them (``-v``), and the files it discovers, read as its discovery reads them.
 
 A report file inside the tree is removed before the command runs, so a report the worker planted is
 never read as the command's. The shape, stored as a command entry's ``tests``::
@@ -203,8 +203,10 @@ _VERBOSE = re.compile(r"^(\w+) \(([\w.]+)\)(?:\n[^\n]*?)? \.\.\. (ok|FAIL|ERROR|
                       r"unexpected success)$", re.MULTILINE)
 
 
-def read_unittest(output: str, worktree: Path | None = None, cwd: Path | None = None) -> dict[str, Any] | None:
-    """The report of unittest's own summary at the end of ``output``, or None when it printed none."""
+def read_unittest(output: str, worktree: Path | None = None, cwd: Path | None = None,
+                  files: list[str] | None = None) -> dict[str, Any] | None:
+    """The report of unittest's own summary at the end of ``output``, or None when it printed none;
+    ``files`` are the ones it discovered (:func:`unittest_files`), kept when it names no test."""
     ran = list(_RAN.finditer(output))
     status = _STATUS.search(output, ran[-1].end()) if ran else None
     if status is None:
@@ -233,7 +235,53 @@ def read_unittest(output: str, worktree: Path | None = None, cwd: Path | None = 
     listed = len(out["passed"]) + len(out["failed"]) + len(out["skipped"])
     if listed != count:  # not verbose, or the output's middle was not kept: the counts are all there is
         out.update(ids=False, passed=[], failed=[], skipped=[], files=[])
+    out["files"] += files or []
     return _finish(out)
+
+
+_DISCOVER_OPTIONS = {"-s": "start", "--start-directory": "start", "-p": "pattern", "--pattern": "pattern",
+                     "-t": "top", "--top-level-directory": "top"}
+
+
+def unittest_files(args: list[str], worktree: Path, cwd: Path) -> list[str]:
+    """The files ``python -m unittest ARGS`` runs tests from, read as unittest reads them: discovery
+    (``discover``, or no test names) walks the start directory's packages for the pattern
+    (``test*.py``); named modules (``pkg.test_x``, ``tests/test_x.py``) are those files."""
+    import fnmatch
+    import os
+
+    words = [w for w in args if w not in ("-v", "--verbose", "-q", "--quiet", "-b", "--buffer", "-c", "--catch",
+                                          "-f", "--failfast", "--locals", "--durations")]
+    named = [w for w in words if not w.startswith("-")]
+    if named and named[0] != "discover":
+        resolver = _Resolver(worktree, cwd)
+        found = [resolver.file(w) if w.endswith(".py") else resolver.module(w.split(":")[0]) for w in named]
+        return sorted({f for f in found if f})
+    found_opts = {"start": ".", "pattern": "test*.py"}
+    positional = []
+    rest = words[1:] if named else words
+    i = 0
+    while i < len(rest):
+        if rest[i] in _DISCOVER_OPTIONS and i + 1 < len(rest):
+            found_opts[_DISCOVER_OPTIONS[rest[i]]] = rest[i + 1]
+            i += 2
+            continue
+        if not rest[i].startswith("-"):
+            positional.append(rest[i])
+        i += 1
+    for key, value in zip(("start", "pattern"), positional, strict=False):
+        found_opts[key] = value
+    start = (cwd / found_opts["start"]).resolve()
+    root = worktree.resolve()
+    if not start.is_dir() or not _inside(start, root):
+        return []
+    out: list[str] = []
+    for here, dirs, files in os.walk(start):
+        # Discovery recurses only into packages below the start directory.
+        dirs[:] = [d for d in dirs if (Path(here) / d / "__init__.py").is_file()]
+        out += [(Path(here) / f).relative_to(root).as_posix() for f in files
+                if f.endswith(".py") and fnmatch.fnmatch(f, found_opts["pattern"])]
+    return sorted(out)[:MAX_FILES]
 
 
 def _pairs(text: str) -> list[tuple[str, int]]:

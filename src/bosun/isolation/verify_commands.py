@@ -22,7 +22,7 @@ from typing import Any
 from bosun import proc
 from bosun.core.contract import TaskContract, VerifyCommand
 from bosun.gates.invocations import runner_of
-from bosun.isolation.test_reports import clear_report, read_junit, read_unittest, report_path
+from bosun.isolation.test_reports import clear_report, read_junit, read_unittest, report_path, unittest_files
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
@@ -118,7 +118,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
             passed = False
             commands.append(entry)
             break
-        tests = read_report(runner, [*own_reports, auto_junit], res, worktree, cwd)
+        tests = read_report(runner, [*own_reports, auto_junit], res, worktree, cwd,
+                            discovered_files(cmd, worktree) if runner == "unittest" else None)
         if tests is not None:
             entry["tests"] = tests
             disagreement = disagrees(res.exit_code, tests)
@@ -146,6 +147,18 @@ def reports_of(cmd: VerifyCommand, worktree: Path) -> list[Path]:
     return [p for p in found if _within(p, worktree)]
 
 
+def discovered_files(cmd: VerifyCommand, worktree: Path) -> list[str]:
+    """The files the ``python -m unittest`` of a verify entry runs tests from."""
+    from bosun.gates.invocations import entry_invocations, python_module
+
+    out: list[str] = []
+    for inv in entry_invocations(cmd):
+        if python_module(inv) == "unittest":
+            args = list(inv.argv[inv.argv.index("unittest") + 1:]) if "unittest" in inv.argv else []
+            out += unittest_files(args, worktree, worktree / inv.cwd)
+    return out
+
+
 def _within(path: Path, root: Path) -> bool:
     import os.path
 
@@ -153,14 +166,15 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def read_report(runner: str | None, junit_files: list[Path], res: Any, worktree: Path,
-                cwd: Path) -> dict[str, Any] | None:
-    """The per-test report of one command: the first JUnit file it wrote, else unittest's summary."""
+                cwd: Path, files: list[str] | None = None) -> dict[str, Any] | None:
+    """The per-test report of one command: the first JUnit file it wrote, else unittest's summary
+    (with ``files``, those its discovery runs)."""
     for path in junit_files:
         found = read_junit(path, worktree, cwd)
         if found is not None:
             return found
     if runner == "unittest":
-        return read_unittest(res.stderr.text() + "\n" + res.stdout.text(), worktree, cwd)
+        return read_unittest(res.stderr.text() + "\n" + res.stdout.text(), worktree, cwd, files)
     return None
 
 

@@ -113,6 +113,8 @@ def test_a_test_that_fails_only_on_a_new_name_proves_nothing():
     assert classify("AttributeError: module 'calc' has no attribute 'FIXED'", False, None, new)[0] == NEW_NAME
     assert classify("ModuleNotFoundError: No module named 'pkg.extra'", False, None, new)[0] == NEW_NAME
     assert classify(None, True, None, new) == (NEW_NAME, "its module did not import without the change")
+    in_fixture = 'failed on setup with "AttributeError: module \'calc\' has no attribute \'FIXED\'"'
+    assert classify(in_fixture, False, None, new)[0] == NEW_NAME
     asks = "def test_x():\n    assert hasattr(calc, 'FIXED')\n"
     assert classify("AssertionError: assert False", False, asks, new)[0] == NEW_NAME
     assert classify("AssertionError: assert -1 == 5", False, "def test_x():\n    assert add(2, 3) == 5\n",

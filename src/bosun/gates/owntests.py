@@ -34,6 +34,7 @@ _NAME_ERRORS = re.compile(r"^\s*(?:\w+\.)*(ImportError|ModuleNotFoundError|Attri
 _FILE_ERRORS = re.compile(r"^\s*(?:\w+\.)*(FileNotFoundError|IsADirectoryError|NotADirectoryError)\b")
 _QUOTED = re.compile(r"'([A-Za-z_][\w.]*)'")
 _QUOTED_PATH = re.compile(r"'([^']+)'")
+_IN_FIXTURE = re.compile(r'^failed on (?:setup|teardown) with "')
 _EXISTENCE_CALLS = frozenset({"hasattr", "getattr"})
 _LISTINGS = frozenset({"dir", "vars"})
 
@@ -77,6 +78,7 @@ def classify(message: str | None, collect_error: bool, source: str | None, intro
     if collect_error:
         return NEW_NAME, "its module did not import without the change"
     first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    first = _IN_FIXTURE.sub("", first)  # a fixture's failure: 'failed on setup with "ImportError: ..."'
     if _NAME_ERRORS.match(first):
         named = [n for n in _QUOTED.findall(first) if n in introduced or n.rpartition(".")[2] in introduced]
         if named:

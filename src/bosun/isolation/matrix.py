@@ -84,6 +84,10 @@ def run_matrix(run: Run, task: TaskContract, change: Change, view: View, before:
         matrix.tests = TestSet.of(matrix.baseline, after, matrix.heldout)
         if code and after["passed"] and _touched(change, matrix.tests) != (matrix.held.paths if matrix.held else []):
             _held_out(matrix, run, task, view, change, full_start, hidden)  # the baseline named more tests
+    except BaseException:
+        if own is not None:
+            own.stop()  # nothing of this verification outlives it
+        raise
     finally:
         materialize(view, change.tree)  # holdout files and original tests leave the worktree again
     matrix.own = _finish_own(own, matrix, run, task, view, change)

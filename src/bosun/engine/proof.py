@@ -10,8 +10,8 @@ code with the change's tests (``own``).
   xfailed, deselected or missing after was not fixed. A module that failed to import before is fixed
   when its tests ran and none failed.
 * **The worker's own tests** (``proven_by: own_tests``): the task's tests already passed before, the
-  original tests still pass, and tests the change adds or edits fail on the start tree's code and
-  pass on the change. Tests that failed there only because they use what the change adds prove
+  original tests still pass (under ``tests: rewrite`` they may fail: a person reads that apart), and
+  tests the change adds or edits fail on the start tree's code and pass on the change. Tests that failed there only because they use what the change adds prove
   nothing (``own_tests`` lists them with ``kind: new_name``; the verdict makes that its own reason).
 * A command whose runner gives per-test reports (pytest, ``python -m unittest``, a ``junit:`` entry)
   proves nothing when it gave none, or ran no tests. A command that never had one (``make check``,
@@ -31,8 +31,10 @@ MAX_LISTED = 200
 Doc = Mapping[str, Any]
 
 
-def proof(verification: Doc) -> dict[str, Any]:
-    """``{proven, proven_by, proof, fail_to_pass, pass_to_fail, own_tests}`` of a verification doc."""
+def proof(verification: Doc, rewrite: bool = False) -> dict[str, Any]:
+    """``{proven, proven_by, proof, fail_to_pass, pass_to_fail, own_tests}`` of a verification doc.
+    ``rewrite``: the task says ``tests: rewrite``, so the original tests may fail on the change (a
+    person reads that, ``TESTS_REWRITTEN``) without taking the worker's own tests' proof away."""
     baseline = verification.get("baseline")
     if not isinstance(baseline, Mapping) or not baseline.get("commands"):
         return _out(None, "no baseline was taken: bosun cannot say whether the tests failed before this change")
@@ -42,7 +44,7 @@ def proof(verification: Doc) -> dict[str, Any]:
     flips = _flips(before, after)
     silent = _silent([*(verification.get("commands") or []), *after])
     if not any(not passed(c) for c in before):
-        return _own_proof(verification, held, silent) or _out(
+        return _own_proof(verification, held, silent, rewrite) or _out(
             False, "the tests already passed before this change: they do not prove it"
             + (f"; and {silent}" if silent else ""), flips=flips)
     if not after or not all(passed(c) for c in after):
@@ -135,14 +137,14 @@ def _by_exit_code(before: Sequence[Doc], after: Sequence[Doc]) -> str:
             "compared exit codes)")
 
 
-def _own_proof(verification: Doc, held: Any, silent: str) -> dict[str, Any] | None:
+def _own_proof(verification: Doc, held: Any, silent: str, rewrite: bool) -> dict[str, Any] | None:
     """The proof by the worker's own tests, or why they prove nothing; None when it has none."""
     own = verification.get("own")
     tests = [t for t in ((own or {}).get("tests") or []) if isinstance(t, Mapping)] if isinstance(own, Mapping) else []
     if not tests or not verification.get("passed"):
         return None
-    if isinstance(held, Mapping) and not all(passed(c) for c in held.get("commands") or []):
-        return None  # the original tests fail with this change: TESTS_REWRITTEN says so
+    if isinstance(held, Mapping) and not all(passed(c) for c in held.get("commands") or []) and not rewrite:
+        return None  # the original tests fail with this change: TESTS_REWRITTEN refuses it
     if silent:
         return _out(False, f"the tests already passed before this change, and {silent}")
     listed = [dict(t) for t in tests]

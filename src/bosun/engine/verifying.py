@@ -23,12 +23,12 @@ if TYPE_CHECKING:
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
-def prove(verification: dict[str, Any]) -> dict[str, Any]:
+def prove(verification: dict[str, Any], task: TaskContract) -> dict[str, Any]:
     """The proof's fields for the verification doc (engine/proof.py): ``proven``, ``proven_by``,
     ``proof``, ``fail_to_pass``, ``pass_to_fail`` and, when the worker's tests were read, ``own_tests``."""
     from bosun.engine.proof import proof
 
-    found = proof(verification)
+    found = proof(verification, rewrite=task.tests == "rewrite")
     return {k: v for k, v in found.items() if v is not None or k in ("proven", "proven_by")}
 
 

@@ -5,14 +5,13 @@ refusal. It still passes: nothing required removing it, TEST_WEAKENED. Real `com
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import git, task_yaml, user_state
-from tests.e2e.test_own_tests import PROOF_WORKER
+from tests.workers.proof_worker import profiles
 
 FMT = """FORMATS = {
     'json': lambda d: 'json:' + str(d),
@@ -87,11 +86,7 @@ def fmt_repo(tmp_path: Path) -> Path:
     (repo / "tests" / "test_fmt.py").write_text(TESTS)
     (repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n')
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-    lines = []
-    for mode in MODES:
-        lines += [f"[profiles.{mode}]", 'adapter = "command"',
-                  f"command = {json.dumps([sys.executable, str(PROOF_WORKER), mode])}", ""]
-    (repo / "bosun.toml").write_text("\n".join(lines))
+    (repo / "bosun.toml").write_text(profiles(*MODES))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "start")
@@ -152,9 +147,7 @@ def test_a_deleted_test_that_still_passes_on_the_change_is_weakening(cli, fmt_re
 
 
 def test_a_tox_environment_no_verify_command_selects_is_for_review(cli, repo, tmp_path):
-    text = (repo / "bosun.toml").read_text()
-    (repo / "bosun.toml").write_text(text + '\n[profiles.add_tox_env]\nadapter = "command"\n'
-                                     f"command = {json.dumps([sys.executable, str(PROOF_WORKER), 'add_tox_env'])}\n")
+    (repo / "bosun.toml").write_text((repo / "bosun.toml").read_text() + profiles("add_tox_env"))
     git(repo, "commit", "-qam", "profile")
     task = task_yaml(tmp_path / "t.json")
     code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "add_tox_env", "--json")

@@ -12,8 +12,8 @@ import pytest
 
 from bosun.core import paths
 from tests.conftest import WORKER, git, task_yaml, user_state
+from tests.workers.proof_worker import profiles
 
-PROOF_WORKER = Path(__file__).resolve().parent.parent / "workers" / "proof_worker.py"
 ONLY_SUB = "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
 TASK = "add() subtracts; make it add, and add a regression test that fails without the fix."
 
@@ -21,10 +21,7 @@ TASK = "add() subtracts; make it add, and add a regression test that fails witho
 def untested_bug(repo: Path, *modes: str, review: bool = False) -> Path:
     """The sample repository with no test of add(): the task's tests pass before the fix."""
     (repo / "tests" / "test_calc.py").write_text(ONLY_SUB)
-    text = (repo / "bosun.toml").read_text()
-    for mode in modes:
-        text += (f'\n[profiles.{mode}]\nadapter = "command"\n'
-                 f"command = {json.dumps([sys.executable, str(PROOF_WORKER), mode])}\n")
+    text = (repo / "bosun.toml").read_text() + profiles(*modes)
     if review:
         text += (f'\n[profiles.xreviewer]\nadapter = "command"\nenv = ["XREVIEW"]\n'
                  f"command = {json.dumps([sys.executable, str(WORKER), 'xreview'])}\n")

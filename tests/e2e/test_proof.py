@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bosun.core import paths
 from tests.conftest import git, task_yaml
+from tests.workers.proof_worker import profiles
 
 
 def delegate(cli, repo: Path, task: Path, profile: str, *extra: str) -> tuple[int, dict]:
@@ -109,15 +110,8 @@ def test_bosun_work_alone_records_its_baseline(cli, repo, task_file):
 
 # -- per-test outcomes are the proof -------------------------------------------------------------------
 
-PROOF_WORKER = Path(__file__).resolve().parent.parent / "workers" / "proof_worker.py"
-
-
 def proof_profiles(repo: Path, *modes: str) -> None:
-    text = (repo / "bosun.toml").read_text()
-    for mode in modes:
-        text += (f'\n[profiles.{mode}]\nadapter = "command"\n'
-                 f"command = {json.dumps([sys.executable, str(PROOF_WORKER), mode])}\n")
-    (repo / "bosun.toml").write_text(text)
+    (repo / "bosun.toml").write_text((repo / "bosun.toml").read_text() + profiles(*modes))
 
 
 def test_a_failing_test_skipped_after_the_change_is_not_fixed(cli, repo, task_file):

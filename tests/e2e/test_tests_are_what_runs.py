@@ -12,7 +12,7 @@ import pytest
 
 from bosun.core import paths
 from tests.conftest import git, user_state
-from tests.e2e.test_own_tests import PROOF_WORKER
+from tests.workers.proof_worker import profiles
 
 CALC = "def add(a, b):\n    return a - b  # bug\n\n\ndef sub(a, b):\n    return a - b\n"
 ROOT_TEST = '''import unittest
@@ -42,11 +42,7 @@ def project(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (repo / name).write_text(text)
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-    lines = ['default_profile = "root_fix"']
-    for mode in ROOT_MODES:
-        lines += [f"\n[profiles.{mode}]", 'adapter = "command"',
-                  f"command = {json.dumps([sys.executable, str(PROOF_WORKER), mode])}"]
-    (repo / "bosun.toml").write_text("\n".join(lines) + "\n")
+    (repo / "bosun.toml").write_text('default_profile = "root_fix"\n' + profiles(*ROOT_MODES))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "start")

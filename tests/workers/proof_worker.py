@@ -7,11 +7,19 @@ directory is the worktree.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 FIXED = "return a + b"
 BUG = "return a - b  # bug"
+
+
+def profiles(*modes: str) -> str:
+    """The bosun.toml profiles that run this worker, one per mode (named after it)."""
+    worker = str(Path(__file__).resolve())
+    return "".join(f'\n[profiles.{m}]\nadapter = "command"\ncommand = {json.dumps([sys.executable, worker, m])}\n'
+                   for m in modes)
 
 
 def edit(path: str, old: str, new: str) -> None:

@@ -98,14 +98,18 @@ def test_the_honest_proven_fix_still_lands_with_auto_approve(cli, files_repo, tm
     assert "return a + b" in (files_repo / "src" / "calc.py").read_text()
 
 
-def test_a_new_tox_environment_is_refused_unless_the_task_permits_it(cli, files_repo, tmp_path, monkeypatch):
+def test_a_new_tox_environment_no_verify_command_selects_is_for_review(cli, files_repo, tmp_path, monkeypatch):
+    # Locked test configuration that changes nothing any verify command runs is read, not refused.
     (files_repo / "tox.ini").write_text(TOX)
     git(files_repo, "add", "tox.ini")
     git(files_repo, "commit", "-qm", "tox")
     code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED, "tox.ini": TOX_MORE})
-    assert code == 3 and res["verdict"]["outcome"] == "refused", res
-    assert "LOCKED_PATH_CHANGED" in reasons(res)
-    assert "permit" in next(g for g in res["gates"] if g["code"] == "LOCKED_PATH_CHANGED")["detail"]
+    assert code == 7 and reasons(res) == ["TEST_ENV_ADDED"], res["verdict"]
+    assert "tox.ini [testenv:lint]" in res["verdict"]["reasons"][0]["sentence"]
+    # Anything else in the locked tox.ini is still the locked file changed.
+    edited = TOX_MORE.replace("commands = pytest", "commands = pytest -k 'not add'")
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED, "tox.ini": edited})
+    assert code == 3 and "LOCKED_PATH_CHANGED" in reasons(res), res["verdict"]
 
 
 def test_permit_never_covers_a_verify_entry_point_unless_named_exactly(cli, files_repo, tmp_path, monkeypatch):
@@ -139,9 +143,11 @@ def test_tests_renamed_with_their_subject_are_not_held_against_the_change(cli, f
     code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": RENAMED, "tests/test_calc.py": RENAMED_TESTS})
     gate = next(g for g in res["gates"] if g["code"] == "TESTS_REWRITTEN")
     assert gate["ok"] and "tests/test_calc.py::test_add" in gate["detail"], gate
-    # test_add failed before the change, and the change removed what it tests: a person decides.
-    assert code == 7 and set(reasons(res)) == {"SUBJECT_REMOVED"}, res["verdict"]
+    # test_add failed before the change, and the change removed what it tests: a person decides. No
+    # test that failed before is reported passed after (test_add is gone): nothing proves the change.
+    assert code == 7 and set(reasons(res)) == {"SUBJECT_REMOVED", "NOT_PROVEN"}, res["verdict"]
     assert any("failed before it" in r["sentence"] for r in res["verdict"]["reasons"])
+    assert '"tests/test_calc.py::test_add" (missing)' in res["verification"]["proof"]
 
 
 def test_a_subject_hidden_from_the_names_bosun_reads_does_not_hide_a_regression(cli, files_repo, tmp_path, monkeypatch):

@@ -22,7 +22,8 @@ from bosun.gates.binary import check_binary, check_symlinks
 from bosun.gates.outcome import check_no_changes, check_source, check_verify
 from bosun.gates.paths import check_locked, check_scope
 from bosun.gates.size import check_deletion, check_diff_size, check_file_count
-from bosun.gates.tests_weakened import check_tests_weakened, is_test_file
+from bosun.gates.testpaths import is_test_file
+from bosun.gates.tests_weakened import check_tests_weakened
 
 
 class Change:
@@ -366,7 +367,12 @@ class TestTestsWeakened:
             ("test_a.py", True),
             ("pkg/a_test.py", True),
             ("tests/helpers.py", True),
-            ("src/testing.py", False),
+            # As broad as the runners' defaults: unittest's test*.py, and everything under testing/.
+            ("test.py", True),
+            ("tests.py", True),
+            ("src/testing.py", True),
+            ("pkg/testing/helpers.py", True),
+            ("src/calc.py", False),
             ("tests/data.json", False),
             ("web/a.test.tsx", True),
             ("web/a.spec.js", True),

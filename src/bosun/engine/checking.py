@@ -47,12 +47,15 @@ def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     only the engine knows (the answer, the read-only violation, the self-review)."""
     from bosun.core.contract import Mode
     from bosun.engine import approval
+    from bosun.engine.baseline import Baseline
     from bosun.engine.verifying import digest, prove
     from bosun.isolation.heldout import rewritten_gate
     from bosun.isolation.verification import verify_worked
 
     run_id = run.id
-    found = verify_worked(run, task, ctx.settings(Path(run.repo)), tamper_gates(run))
+    settings = ctx.settings(Path(run.repo))
+    wants_proof = settings.baseline != "off" and bool(task.verify) and task.mode == Mode.code
+    found = verify_worked(run, task, settings, tamper_gates(run), Baseline(run, task) if wants_proof else None)
     if found.killed:
         system_event(run_id, "stopped processes the worker left running before verification: "
                      + ", ".join(found.killed[:10]))
@@ -60,7 +63,7 @@ def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     verification, gates = found.verification, list(found.gates)
     if found.ran and task.mode == Mode.code and task.verify:
         heldout_doc = found.heldout_doc
-        verification.update(prove(run, task, heldout_doc or verification))
+        verification.update(prove(verification, task))
         held = found.held
         gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
                                     verification.get("baseline") or None, found.kept_tests_changed,

@@ -142,8 +142,11 @@ def _verification(doc: dict[str, Any] | None) -> dict[str, Any] | None:
         ],
         # The fail-to-pass proof (see engine/baseline.py): None when no baseline was taken.
         "proven": doc.get("proven"),
+        "proven_by": doc.get("proven_by"),  # task_tests | own_tests (engine/proof.py)
         "proof": doc.get("proof"),
         "fail_to_pass": doc.get("fail_to_pass"),
+        # The worker's tests that fail on the start tree's code: their source is the worker's text.
+        "own_tests": doc.get("own_tests"),
         "pass_to_fail": doc.get("pass_to_fail"),
         "baseline": _baseline(doc.get("baseline")),
     }

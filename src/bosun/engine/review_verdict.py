@@ -12,6 +12,9 @@ was verified is never a pass:
 - open findings at the task's ``block_on`` or worse: ``CROSS_REVIEW_BLOCKED`` (refused);
 - the read-only reviewer changed the tree: ``CROSS_REVIEW_CHANGED_TREE`` (refused).
 
+A review that read the verified tree and left none of these is *cleared* (:func:`review_cleared`):
+it stands for the person who would otherwise read the worker's own tests (``OWN_TESTS_PROOF``).
+
 Kept free of pydantic and of the engine's heavy modules: ``bosun show`` loads it.
 """
 
@@ -64,6 +67,21 @@ def review_outcome(config: Mapping[str, Any] | None, record: Mapping[str, Any] |
         shown = "; ".join(f"{where(f)} ({f['citation']})" for f in bad[:3])
         reasons.append(_r(CITATION, f"the reviewer cited {len(bad)} line(s) that are not in the tree: {shown}"))
     return refusals, reasons
+
+
+def review_cleared(config: Mapping[str, Any] | None, record: Mapping[str, Any] | None,
+                   verified_tree: str | None) -> bool:
+    """A configured cross-review read exactly the verified tree, answered, and left nothing for the
+    verdict: no refusal, no reason (P2/P3 findings alone do not hold a change back)."""
+    if not config or not config.get("profile") or not config.get("rounds"):
+        return False
+    rounds = list((record or {}).get("rounds") or [])
+    if not rounds or not verified_tree or rounds[-1].get("tree") != verified_tree:
+        return False
+    if rounds[-1].get("status") not in ("clean", "findings"):
+        return False
+    refusals, reasons = review_outcome(config, record, verified_tree)
+    return not refusals and not reasons
 
 
 def at_least(findings: list[dict[str, Any]], severity: str) -> list[dict[str, Any]]:

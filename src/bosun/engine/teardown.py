@@ -56,6 +56,10 @@ def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
             shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
+        own_wt = verify_worktree(paths.run_dir(run_id) / "own-tests")
+        if own_wt.exists():  # the own-tests run bosun was killed in the middle of
+            remove_worktree(Path(run.repo), own_wt, None, delete_branch=False)
+        shutil.rmtree(paths.run_dir(run_id) / "own-tests", ignore_errors=True)
         ctx.store.transition(run_id, run.state, states.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
 

@@ -46,10 +46,23 @@ def compare(
     ``removed`` maps names the change deletes from the code (functions, classes) to where they were;
     ``moved`` maps the fingerprints of tests the change adds to other files to those files.
     """
+    found, notes = findings(path, before, after, removed, moved)
+    return [text for _, text in found], notes
+
+
+def findings(
+    path: str,
+    before: PyFile | None,
+    after: PyFile | None,
+    removed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``compare``'s refusals, each with the original function it is about ("" when it is about the
+    file, or about a function the start tree did not have): ``([(original, refusal)], notes)``."""
     moved = moved or {}
     shown = quoted(path)
     base, new = before or PyFile(), after or PyFile()
-    refusals: list[str] = []
+    refusals: list[tuple[str, str]] = []
     notes: list[str] = []
     renamed = _renames(base.tests, new.tests)
     for name, lost in base.tests.items():
@@ -59,6 +72,8 @@ def compare(
         test = quoted(name)
         if moved.get(lost.fingerprint, path) != path:
             notes.append(f"{shown}: {test} moved to {quoted(moved[lost.fingerprint])}")
+        elif folded := _folded_into(lost, new, base):
+            notes.append(f"{shown}: {test} folded into the parametrized {quoted(folded)}")
         elif not gone and (subject := _class_subject(name, new, removed)):
             notes.append(f"{shown}: {test} removed with its class, named for {quoted(subject)}() from "
                          f"{quoted(removed[subject])}, which the change deletes")
@@ -66,26 +81,27 @@ def compare(
             notes.append(f"{shown}: {test} removed with {quoted(gone[0])}() from {quoted(removed[gone[0]])}, which the "
                          "change deletes")
         elif name in new.funcs:
-            refusals.append(f"{shown}:{new.funcs[name].line} {test} is no longer collected as a test")
+            refusals.append((name, f"{shown}:{new.funcs[name].line} {test} is no longer collected as a test"))
         else:
-            refusals.append(f"{shown}: {test} (was line {lost.line}) deleted")
+            refusals.append((name, f"{shown}: {test} (was line {lost.line}) deleted"))
     known = {name for name, _, _ in base.shadowed}
     for name, first, later in new.shadowed:
         if name not in known:
-            refusals.append(f"{shown}:{later} redefines {quoted(name)} of line {first}: only the later one runs")
+            refusals.append((name if name in base.tests else "",
+                             f"{shown}:{later} redefines {quoted(name)} of line {first}: only the later one runs"))
     old_name = {new_name: old for old, new_name in renamed.items()}
     allow_optional = before is None or base.has_optional_skips
     for name, func in new.funcs.items():
-        old = base.funcs.get(name) or base.funcs.get(old_name.get(name, ""))
-        refusals += _func_refusals(shown, func, old, allow_optional)
+        original = name if name in base.funcs else old_name.get(name, "")
+        old = base.funcs.get(original)
         found, noted = _marker_findings(shown, func, old, allow_optional, base.guards)
-        refusals += found
+        refusals += [(original, text) for text in _func_refusals(shown, func, old, allow_optional) + found]
         notes += _func_notes(shown, func, old) + noted
     for marker in _added(base.module_markers, new.module_markers):
         if not (marker.optional and before is None):
-            refusals.append(f"{shown}:{marker.line} adds a module-wide skip {quoted(marker.text)}")
+            refusals.append(("", f"{shown}:{marker.line} adds a module-wide skip {quoted(marker.text)}"))
     if new.load_tests and not base.load_tests:
-        refusals.append(f"{shown}: adds load_tests(), which decides which tests unittest runs")
+        refusals.append(("", f"{shown}: adds load_tests(), which decides which tests unittest runs"))
     return refusals, notes
 
 
@@ -105,6 +121,19 @@ def _class_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> str:
     if not cls or not subject or any(name.startswith(cls + ".") for name in new.tests):
         return ""
     return next((name for name in removed if name.replace("_", "").lower() == subject), "")
+
+
+def _folded_into(lost: Func, new: PyFile, base: PyFile) -> str:
+    """The new parametrized test ``lost`` was folded into, or "": one the change adds to the same file
+    that calls at least what ``lost`` checked with and whose rows and body hold every constant
+    ``lost`` held (its inputs and its expected values) and checking something."""
+    called = frozenset(c for check in lost.checks for c in check.calls)
+    for name, test in new.tests.items():
+        if name in base.tests or not test.cases or not test.live:
+            continue
+        if lost.literals <= test.literals and called <= frozenset(c for k in test.checks for c in k.calls):
+            return name
+    return ""
 
 
 def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:

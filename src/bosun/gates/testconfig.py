@@ -70,8 +70,11 @@ def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]])
     for argv, env in invocations:
         if not argv or argv[0].rsplit("/", 1)[-1] != "tox":
             continue
-        names.update(n for n in env.get("TOXENV", "").split(",") if n)
+        named = {n for n in env.get("TOXENV", "").split(",") if n}
+        names |= named
         words = list(argv[1:])
+        if not named and not any(w.startswith(("-e", "--env")) for w in words):
+            return frozenset({ANY_ENV})  # its env_list, or tox's default: any environment may be the one it runs
         for i, word in enumerate(words):
             value = None
             if word in ("-e", "--env", "-m", "--labels", "-f", "--factors") and i + 1 < len(words):
@@ -85,6 +88,40 @@ def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]])
             if value is not None:
                 names.update(n.strip() for n in value.split(",") if n.strip())
     return frozenset({ANY_ENV}) if "ALL" in names else frozenset(names)
+
+
+def only_adds_envs(path: str, before: str | None, after: str | None, selected: frozenset[str]) -> bool:
+    """Whether the whole of a change to a tox configuration file (``tox.ini``, ``setup.cfg``,
+    ``pyproject.toml``) is tox environments no verify command selects: every section or table the
+    file has is the same before and after but those new ones. A comment or reformatting is no change."""
+    if before is None or after is None or ANY_ENV in selected:
+        return False
+    try:
+        if path.endswith(".toml"):
+            old, new = _flat_tables(tomllib.loads(before)), _flat_tables(tomllib.loads(after))
+        else:
+            old, new = _ini_sections(before), _ini_sections(after)
+    except (tomllib.TOMLDecodeError, configparser.Error):
+        return False
+    added = [k for k in new if k not in old]
+    envs = [k for k in added if _is_new_env(k, None, new[k], selected)]
+    inside = all(any(k.startswith(e + ".") for e in envs) for k in added if k not in envs)  # an env's own subtables
+    return bool(envs) and inside and all(new.get(k) == old.get(k) for k in old)
+
+
+def _ini_sections(text: str) -> dict[str, Any]:
+    parser = configparser.RawConfigParser()
+    parser.read_string(text)
+    return {name: dict(parser.items(name)) for name in parser.sections()}
+
+
+def _flat_tables(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A TOML document as ``{"tool.tox.env.docs": {its keys}}``: each table apart from the tables in it."""
+    out: dict[str, Any] = {prefix: {k: v for k, v in data.items() if not isinstance(v, dict)}}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat_tables(value, f"{prefix}.{key}" if prefix else key))
+    return out
 
 
 def _compare(path: str, before: str | None, after: str | None, selected: frozenset[str]) -> list[str]:

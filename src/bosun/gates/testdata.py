@@ -20,7 +20,8 @@ from bosun.gates.testpaths import is_test_data
 
 
 def judge(
-    change: FileChange, base_text: Callable[[str], str | None], new_text: Callable[[str], str | None]
+    change: FileChange, base_text: Callable[[str], str | None], new_text: Callable[[str], str | None],
+    is_test_data: Callable[[str], bool] = is_test_data,
 ) -> tuple[list[str], list[str]] | None:
     """(refusals, notes) when the change touches test data, else None."""
     old = change.old_path if change.status[:1] == "R" and change.old_path else change.path

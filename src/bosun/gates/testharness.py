@@ -32,7 +32,8 @@ from bosun.core.changes import FileChange, GateResult
 from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.pynodes import dotted
-from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module
+from bosun.gates.testpaths import TEST_DIRS, is_python
+from bosun.gates.testset import TestSet
 
 TEST_HARNESS_CHANGED = "TEST_HARNESS_CHANGED"
 
@@ -58,20 +59,21 @@ class Tamper:
 
 def check_test_harness(inputs: GateInputs) -> GateResult:
     is_project = _project_probe(inputs)
+    tests = inputs.tests
     refusals: list[str] = []
     changed: list[str] = []
     for change in inputs.changes:
         old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
-        harness = is_harness(change.path) or is_harness(old)
+        harness = tests.is_harness(change.path) or tests.is_harness(old)
         if harness:
             changed.append(f"{quoted(change.path)} {_verb(change)}")
         if change.status[:1] == "D" or not is_python(change.path):
             continue
-        if not (harness or is_test_module(change.path)):
+        if not (harness or tests.is_test_module(change.path)):
             continue
         before = inputs.base_text(old) if change.status[:1] != "A" else None
-        had = {t.key for t in tampering(before or "", change.path, is_project)}
-        for t in tampering(inputs.new_text(change.path) or "", change.path, is_project):
+        had = {t.key for t in tampering(before or "", change.path, is_project, tests)}
+        for t in tampering(inputs.new_text(change.path) or "", change.path, is_project, tests):
             if t.key not in had:
                 refusals.append(f"{quoted(change.path)}:{t.line} {t.what}")
     review = f"; harness changed: {listing(changed)}" if changed else ""
@@ -86,13 +88,13 @@ def _verb(change: FileChange) -> str:
     return {"A": "added", "D": "deleted", "R": "renamed"}.get(change.status[:1], "changed")
 
 
-def tampering(text: str, path: str, is_project: Callable[[str], bool]) -> list[Tamper]:
+def tampering(text: str, path: str, is_project: Callable[[str], bool], tests: TestSet | None = None) -> list[Tamper]:
     """What ``text`` (the file at ``path``) does to the code under test or the framework."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    harness = is_harness(path)
+    harness = (tests or TestSet()).is_harness(path)
     imports = _imports(tree)
     found: list[Tamper] = []
     for stmt in _scope(tree, harness):

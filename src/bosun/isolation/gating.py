@@ -64,6 +64,7 @@ def evaluate(
     start commit (never the worktree); ``on_disk`` says the worktree holds exactly that tree now, so
     symlinks may be resolved in it."""
     from bosun.gates import GateInputs, run_gates
+    from bosun.gates.testset import OriginalRuns, TestSet
 
     worktree = Path(run.worktree)
     start = run.start_commit
@@ -102,6 +103,8 @@ def evaluate(
         source_detail=detail,
         new_bytes=new_bytes,
         base_paths=base_paths,
+        tests=TestSet.of_verification(verification),
+        originals=OriginalRuns.of_verification(verification),
     )
     results = run_gates(ctx)
     escaped = escaped_writes(run) if on_disk else []

@@ -176,8 +176,7 @@ def reverify_merged(run: Run, task: TaskContract, target: str) -> dict[str, Any]
     fresh HOME. The worktree is put back to the verified tree afterwards."""
     from bosun.isolation.change import materialize
     from bosun.isolation.git import tree_of
-    from bosun.isolation.run_env import view_of
-    from bosun.isolation.verification import run_verify_commands
+    from bosun.isolation.run_env import run_verify_commands, view_of
 
     view = view_of(run)
     try:

@@ -1,5 +1,6 @@
 """A run's environment as its record gives it: the view bosun reads its worktree through, and what
-set-up gave it (ports, links and copies) for the worker and for each verification.
+set-up gave it (ports, links and copies) for the worker and for each verification; the run's verify
+commands in a directory with that set-up put back and a HOME of their own (``run_verify_commands``).
 
 Read by the engine and by verification alike (``isolation/verification.py``): both must see the
 same view and put back the same set-up, so both take it from here.
@@ -7,8 +8,10 @@ same view and put back the same set-up, so both take it from here.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.changes import GateResult
@@ -68,3 +71,25 @@ def environment_gates(run: Run) -> list[GateResult]:
     return [GateResult("ENVIRONMENT_CHANGED", False,
                        "files set-up put in place (linked or copied: " + ", ".join(env.paths[:6]) + ") changed "
                        "after set-up; a write through a link changes the verify environment")]
+
+
+def fresh_verify_home(run_id: str) -> Path:
+    """A HOME nobody could have prepared: created now, under a random name, after the worker stopped."""
+    rdir = paths.run_dir(run_id)
+    rdir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
+
+
+def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str, Any]:
+    """The task's verify commands in ``workdir`` with the run's set-up put back, a fresh HOME and the
+    kernel confinement verification runs under."""
+    from bosun.isolation.verify_commands import run_verification, verify_confinement
+
+    before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
+    task = with_run_env(task, run)
+
+    home = fresh_verify_home(run.id)
+    try:
+        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

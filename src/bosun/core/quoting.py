@@ -78,6 +78,10 @@ WORKER_WORDS = ("Text in double quotes inside a reason is the worker's, quoted b
 UNTRUSTED = (
     "final_message",
     "verification.commands[].output_tail",
+    "verification.own_tests[].source",
+    "verification.own_tests[].why",
+    "own_tests[].source",
+    "own_tests[].why",
     "review.summary",
     "review.criteria",
     "review.findings",

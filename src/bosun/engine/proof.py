@@ -20,9 +20,10 @@ code with the change's tests (``own``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from bosun.core.quoting import quoted
 
 TASK_TESTS, OWN_TESTS = "task_tests", "own_tests"
 BEHAVIOUR, NEW_NAME = "behaviour", "new_name"  # bosun.gates.owntests's kinds
@@ -156,7 +157,7 @@ def _own_proof(verification: Doc, held: Any, silent: str, rewrite: bool) -> dict
                     own_tests=listed)
     first = listed[0]
     return _out(False, "the tests already passed before this change, and the worker's own tests fail without "
-                f"it only because they use what it adds ({_quote(str(first['id']))}: {first.get('why') or ''}): "
+                f"it only because they use what it adds ({_quote(str(first['id']))}: {_quote(str(first.get('why') or ''))}): "
                 "they prove nothing about the task", flips={"fail_to_pass": [], "pass_to_fail": []},
                 own_tests=listed)
 
@@ -166,8 +167,8 @@ def _label(cmd: Doc) -> str:
 
 
 def _quote(text: str) -> str:
-    """A test id is the worker's text: quoted as data, bounded."""
-    return json.dumps(text[:160])
+    """A test id is the worker's text: quoted as data, bounded (core/quoting.py)."""
+    return quoted(text, 160)
 
 
 def _listed(items: Sequence[str], limit: int = 3) -> str:

@@ -226,14 +226,11 @@ def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
 
 
 def integrate(c: RunContext, run_id: str, reverify: bool) -> RunResult:
-    from bosun.engine.lifecycle import integrate as do_integrate
-    from bosun.engine.lifecycle import report
+    from bosun.engine.lifecycle import land
 
-    with run_guard(run_id):
-        run = do_integrate(c, run_id, reverify=None if reverify else False)
-        end_review(c, run_id)
-        report(c, run_id)  # the record, then the worktree's cleanup
-    return run_json(c, run.id)
+    with run_guard(run_id):  # the record, then the worktree's cleanup
+        land(c, run_id, reverify=None if reverify else False, before_report=lambda: end_review(c, run_id))
+    return run_json(c, run_id)
 
 
 def revert(c: RunContext, run_id: str, onto_worktree: bool) -> dict[str, Any]:

@@ -180,7 +180,8 @@ class PlanMoves:
                 continue
             done = row["state"] not in RUNNING_PLAN
             (self.running.discard if done else self.running.add)(plan["id"])
-            out.append({"kind": "plan", "id": plan["id"], "state": row["state"], "previous": row["data"].get("from"),
+            event: dict[str, Any] = row["data"]  # the plan event's own record: the state it left
+            out.append({"kind": "plan", "id": plan["id"], "state": row["state"], "previous": event.get("from"),
                         "title": plan["title"], "repo": plan["repo"], "done": done, "at": row["at"],
                         "reason": row["detail"]})
         return out

@@ -226,12 +226,12 @@ def _print_review_reasons(ctx: RunContext, run_id: str) -> None:
 
 def cmd_integrate(args: argparse.Namespace) -> int:
     from bosun.cli.waits import waits_said
-    from bosun.engine.lifecycle import integrate, report
+    from bosun.engine.lifecycle import land
 
     ctx = _ctx()
-    with _ticking(args), waits_said(args):
-        run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
-    return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
+    with _ticking(args), waits_said(args):  # the record, then the worktree's cleanup
+        run = land(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
+    return _finish(args, run, ctx)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -292,6 +292,10 @@ def describe_event(ev: dict[str, Any]) -> str:
         return "   sandbox: " + ", ".join(parts)
     if t == "contained":
         return f"   stopped {ev.get('count', 0)} process(es) the worker left running"
+    if t == "command":
+        import shlex
+
+        return "   started: " + " ".join(shlex.quote(str(a)) for a in ev.get("argv") or [])[:300]
     # Any other event: its type and its plain fields, never a raw dict on a person's terminal.
     fields = ", ".join(f"{k} {v}" for k, v in ev.items() if k not in ("type", "seq", "ts") and isinstance(v, str | int | float))
     return f"   {t or 'event'}" + (f": {fields[:200]}" if fields else "")

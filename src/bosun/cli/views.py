@@ -90,6 +90,8 @@ def print_catalog(doc: dict[str, Any]) -> None:
         out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
         efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
         out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
+        if e["effort_note"]:
+            out(f"  note: {e['effort_note']}\n")
         if e["models"] is None:
             out(f"  {e['error']}\n")
             continue

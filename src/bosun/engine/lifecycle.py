@@ -130,6 +130,17 @@ def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: 
         return ctx.store.require_run(run_id)
 
 
+def land(ctx: RunContext, run_id: str, reverify: bool | None = None, before_report: Any = None) -> Run:
+    """``integrate``, then ``report`` (which cleans up), under one hold of the run lock: the run is
+    never seen resting in ``integrated`` on its way to ``cleaned`` (``bosun watch``'s ``done``).
+    ``before_report`` runs between the two (the parent's review ends there)."""
+    with locks.run_lock(run_id):
+        integrate(ctx, run_id, reverify=reverify)
+        if before_report is not None:
+            before_report()
+        return report(ctx, run_id)
+
+
 def report(ctx: RunContext, run_id: str) -> Run:
     from bosun.engine.run_report import write_report
 

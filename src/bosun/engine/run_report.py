@@ -16,7 +16,7 @@ from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
 from bosun.engine.results import run_result
 from bosun.engine.verdict import one_line
-from bosun.parents.meter import measured_receipt
+from bosun.parents.meter import measured_receipt, read_again
 from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
 
 
 def write_report(ctx: RunContext, run: Run) -> dict[str, Any]:
+    read_again(ctx.store, run)  # the parent's window, pending when its review ended, may be complete now
     rdir = paths.run_dir(run.id)
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
@@ -112,6 +113,15 @@ def write_report(ctx: RunContext, run: Run) -> dict[str, Any]:
 
     write_text_atomic(rdir / record.REPORT, redact_text(render_markdown(ctx, run, metrics)))
     return metrics
+
+
+def reread_parent(ctx: RunContext, run: Run) -> bool:
+    """The receipt is being read: a parent window still pending is read again, and the receipt written
+    anew once it is complete. True when it was."""
+    if not read_again(ctx.store, run):
+        return False
+    write_report(ctx, run)
+    return True
 
 
 def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:

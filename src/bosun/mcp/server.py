@@ -217,7 +217,7 @@ def build_server(default_repo: Path) -> MCPServer:
             if done:
                 from bosun.mcp.answer import compact_result
 
-                return await call(compact_result, run)
+                return await call(lambda done_run: compact_result(ops.reread_receipt(done_run)), run)
             if elapsed >= limit:
                 return _text({"id": rid, "state": run.state, "done": False, "waited_s": round(elapsed, 1),
                               "next": "call wait again"})
@@ -237,7 +237,7 @@ def build_server(default_repo: Path) -> MCPServer:
         def go() -> dict[str, Any]:
             from bosun.mcp.answer import compact_result
 
-            run = ops.ctx().store.require_run(ops.checked_run(run_id))
+            run = ops.reread_receipt(ops.ctx().store.require_run(ops.checked_run(run_id)))
             return compact_result(run, include_diff, done=ops.is_done(run))
 
         return await call(go)

@@ -74,7 +74,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "driver_pid": ("mcp.ops",),
     "driver_start": ("mcp.ops",),
     "parent_meter": ("mcp.ops",),
-    "parent_measured": ("mcp.ops",),
+    "parent_measured": ("parents.meter",),
     # how the run stopped, when it did not succeed: recorded by a stop, cleared when the run goes on
     "error": ("engine.stops",),
 }

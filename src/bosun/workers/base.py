@@ -17,9 +17,10 @@ warning    message (something the CLI reported that did not stop the run, e.g. a
 session    session_id
 ========== ==============================================================================
 
-bosun adds two events of its own that no worker stream can produce: ``sandbox`` (what the kernel
-enforces for the attempt: mechanism, abi, network, containment, writable) and ``contained`` (count,
-killed: the processes the worker left behind, killed when its step ended).
+bosun adds events of its own that no worker stream can produce: ``sandbox`` (what the kernel
+enforces for the attempt: mechanism, abi, network, containment, writable), ``command`` (argv: the
+worker's command line as started) and ``contained`` (count, killed: the processes the worker left
+behind, killed when its step ended).
 
 Every event also carries ``ts`` (unix seconds) and ``seq``. Parsers are pure: ``parse_line`` maps one
 line of the CLI's output to zero or more events, so they can be tested on recorded streams.
@@ -174,6 +175,11 @@ def ev_contained(killed: list[dict[str, Any]]) -> dict[str, Any]:
 def ev_sandbox(report: dict[str, Any]) -> dict[str, Any]:
     """What the kernel enforces for this attempt."""
     return {"type": "sandbox", **report}
+
+
+def ev_command(argv: list[str]) -> dict[str, Any]:
+    """The worker's command line as it was started (``delegate --dry-run`` shows the same one)."""
+    return {"type": "command", "argv": list(argv)}
 
 
 @dataclass(frozen=True)

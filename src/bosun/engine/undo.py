@@ -6,7 +6,7 @@ it landed on (:func:`bosun.engine.undo_git.three_way`), committed on that tip. E
 before anything changes: an unknown run, a run that never landed or was reverted already, a branch
 that is gone or no longer holds the landing, later commits that touch the same lines (named, short sha
 and subject), and the user's uncommitted files where the revert would write. The branch then moves as
-integration moves it (:func:`bosun.engine.undo_git.move_branch`); nothing is pushed.
+integration moves it (:func:`bosun.isolation.user_branch.move_branch`); nothing is pushed.
 
 ``--onto-worktree`` makes the revert a new run instead: prepared like any run from the branch's tip,
 its worktree holding the revert (with conflict markers where later commits touched the same lines),
@@ -27,14 +27,7 @@ from bosun.core import paths
 from bosun.core.errors import BadInput, BosunError, Conflict, InvalidTransition
 from bosun.engine import locks, record
 from bosun.engine.stops import RunStopped, stopping
-from bosun.engine.undo_git import (
-    branch_head,
-    commit_on,
-    commits_touching,
-    move_branch,
-    refuse_overlap,
-    three_way,
-)
+from bosun.engine.undo_git import branch_head, commit_on, commits_touching, three_way
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
@@ -119,9 +112,11 @@ def _land_revert(ctx: RunContext, run: Run, landing: str, head: str, tree: str) 
     if tree == tree_of(repo, head):
         raise BadInput(f"{branch} no longer has any of run {run.id}'s change: the revert would change nothing",
                        "nothing to undo; `git log` shows what removed it", code="NOTHING_TO_REVERT")
+    from bosun.isolation.user_branch import move_branch
+
     commit = commit_on(repo, tree, head, message(run, landing))
-    checked_out = refuse_overlap(repo, branch, head, commit)
-    move_branch(repo, branch, head, commit, checked_out, f"bosun: revert run {run.id}")
+    move_branch(repo, branch, head, commit, message=f"bosun: revert run {run.id}",
+                again=f"run `bosun revert {run.id}` again")
     done = {"commit": commit, "branch": branch, "landing": landing, "at": time.time()}
     ctx.store.write(run, reverted=done)
     _event(run.id, "reverted", commit=commit, branch=branch, landing=landing)

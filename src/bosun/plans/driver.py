@@ -334,8 +334,6 @@ class WaveDriver:
 
     # -- landing -------------------------------------------------------------------------------
     def _land(self) -> None:
-        from bosun.isolation.snapshot import uncommitted_paths
-
         row = self.row()
         head = self.head()
         if row["no_merge"]:
@@ -360,19 +358,16 @@ class WaveDriver:
             self.ps.event(self.plan_id, "land", "the plan changed nothing; nothing to land", state="skipped")
             self._landed(row, None)
             return
-        if plan_git.checked_out_branch(self.repo) == branch:
-            overlap = sorted(uncommitted_paths(self.repo) & set(final["touched"]))
-            if overlap:
-                self._refuse(Conflict(
-                    "your uncommitted changes overlap the files the plan changes: " + ", ".join(overlap[:5]),
-                    f"commit or stash those files, then `bosun plan continue {self.plan_id}`",
-                    code="OVERLAPS_UNCOMMITTED"))
-                return
+        try:
+            plan_git.check_land(self.repo, self.plan_id, branch, final["head"], final["merged"])
+        except Conflict as exc:
+            self._refuse(exc)
+            return
         if not self._reverify(row, final["merged"], head):
             return
         self.ps.merge_plan_data(self.plan_id, landing_pending={"old": final["head"], "new": final["merged"]})
         try:
-            plan_git.land(self.repo, branch, final["head"], final["merged"])
+            plan_git.land(self.repo, self.plan_id, branch, final["head"], final["merged"])
         except Conflict as exc:
             self.ps.merge_plan_data(self.plan_id, landing_pending=None)
             self._refuse(exc)

@@ -153,6 +153,8 @@ def print_plan(r: dict[str, Any]) -> None:
         out(f"error: {r['error'].get('code')}: {r['error'].get('message')}\n")
         if r["error"].get("hint"):
             out(f"  hint: {r['error']['hint']}\n")
+        if r["error"].get("output"):
+            out(f"  output (the end):\n{indented_tail(r['error']['output'])}\n")
     if r["state"] == "running" and not r["driver_alive"]:
         out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
     elif r["state"] == "paused" and (r.get("error") or {}).get("code") == "NEEDS_REVIEW":
@@ -160,3 +162,8 @@ def print_plan(r: dict[str, Any]) -> None:
             f"`bosun plan continue {r['id']}`\n")
     elif r["state"] in NEXT_STEP:
         out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")
+
+
+def indented_tail(text: str, lines: int = 20) -> str:
+    """The last ``lines`` lines of a command's output, indented under the line that names it."""
+    return "\n".join("    " + ln for ln in text.rstrip("\n").splitlines()[-lines:])

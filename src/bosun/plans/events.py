@@ -13,6 +13,8 @@ from typing import Any
 
 from bosun.plans.model import ENDED_STATES, RUNNING
 
+OUTPUT_LINES = 20  # of a failed check's output, in a line of `plan watch` and `plan run`
+
 
 def event_json(ev: dict[str, Any]) -> dict[str, Any]:
     """One event as the JSON object ``watch --json`` prints, one per line."""
@@ -44,7 +46,12 @@ def describe(ev: dict[str, Any]) -> str:
         return f"{when}  {detail}"  # "wave 2 of 3: tasks a, b from ...": the detail says it all
     if kind == "plan":
         return f"{when}  plan {ev.get('state') or ''}" + (f": {detail}" if detail else "")
-    return f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
+    line = f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
+    output = data.get("output_tail") if ev.get("state") == "failed" else None
+    if output:
+        # A failed check shows what failed, where the failure is reported: the end of its output.
+        line += "\n" + "\n".join("    " + ln for ln in output.rstrip("\n").splitlines()[-OUTPUT_LINES:])
+    return line
 
 
 def follow(

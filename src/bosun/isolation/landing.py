@@ -134,13 +134,6 @@ def _ident_env(ident: tuple[str, str]) -> dict[str, str]:
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
-def changed_between(repo: Path, a: str, b: str) -> set[str]:
-    from bosun.isolation.git import git
-
-    out = git(["diff", "--name-only", "-z", "--no-renames", a, b], repo).stdout
-    return {p for p in out.split("\0") if p}
-
-
 def _reverify_target(run: Run, merged: str, scratch: Path) -> str:
     """The commit re-verification runs on: the merged result plus the user's uncommitted work if the
     run carried it (when that still applies)."""

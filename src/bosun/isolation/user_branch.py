@@ -93,7 +93,6 @@ def check_move(repo: Path | str, branch: str, head: str, new: str, *, again: str
     """Every refusal of moving ``branch`` from ``head`` to ``new``, before anything is written: the
     worktree that holds it busy or missing, or its uncommitted files where the move would write.
     Returns the worktree that will move with the branch (None: only the ref moves)."""
-    from bosun.isolation.landing import changed_between
     from bosun.isolation.snapshot import uncommitted_paths
 
     holder = holder_of(repo, branch)
@@ -107,13 +106,20 @@ def check_move(repo: Path | str, branch: str, head: str, new: str, *, again: str
         raise Conflict(f"branch {branch!r} is checked out in a worktree whose directory is missing: {holder.path}",
                        "bring that directory back, or `git worktree prune` if it is gone for good, then "
                        + again, code="BRANCH_CHECKED_OUT")
-    overlap = sorted(uncommitted_paths(holder.path) & changed_between(Path(repo), head, new))
+    overlap = sorted(uncommitted_paths(holder.path) & changed_between(repo, head, new))
     if overlap:
         where = "" if holder.primary else f" in the worktree at {holder.path}"
         raise Conflict(
             f"your uncommitted changes{where} overlap the files this would change: " + ", ".join(overlap[:5]),
             f"commit or stash those files{where} yourself, then {again}", code="OVERLAPS_UNCOMMITTED")
     return holder
+
+
+def changed_between(repo: Path | str, a: str, b: str) -> set[str]:
+    from bosun.isolation.git import git
+
+    out = git(["diff", "--name-only", "-z", "--no-renames", a, b], repo).stdout
+    return {p for p in out.split("\0") if p}
 
 
 def move_branch(repo: Path | str, branch: str, head: str, new: str, *, message: str,

@@ -168,6 +168,8 @@ def run_cost(run: dict[str, Any], metrics: dict[str, Any], prices: _Prices) -> t
     prices (the receipt's figure when the run has one). The bool says whether the CLI reported it."""
     data = run.get("data") or {}
     usage = data.get("usage") or data.get("live_usage") or {}
+    if data.get("cost_usd") is not None:  # every turn the run took, as recorded with its usage
+        return float(data["cost_usd"]), usage.get("cost_usd") is not None
     if usage.get("cost_usd") is not None:
         return float(usage["cost_usd"]), True
     worker = metrics.get("worker") or {}

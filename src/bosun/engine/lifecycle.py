@@ -45,9 +45,12 @@ def work(
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         workable(run, resume)
-        with stopping(ctx, run):
-            phases.attempt(ctx, run, task or load_task(run_id), resume=resume, profile_name=profile_name,
-                           on_event=on_event)
+        try:
+            with stopping(ctx, run):
+                phases.attempt(ctx, run, task or load_task(run_id), resume=resume, profile_name=profile_name,
+                               on_event=on_event)
+        finally:
+            refresh_receipt(ctx, run_id)
         return ctx.store.require_run(run_id)
 
 
@@ -82,9 +85,23 @@ def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Ru
 
 def _verify_held(ctx: RunContext, run: Run, task: TaskContract | None = None) -> Run:
     task = task or load_task(run.id)
-    with stopping(ctx, run):
-        phases.review(ctx, run, task, phases.verify(ctx, run, task))  # a changed tree is reviewed again
+    try:
+        with stopping(ctx, run):
+            phases.review(ctx, run, task, phases.verify(ctx, run, task))  # a changed tree is reviewed again
+    finally:
+        refresh_receipt(ctx, run.id)  # a review's revise turns cost too
     return ctx.store.require_run(run.id)
+
+
+def refresh_receipt(ctx: RunContext, run_id: str) -> None:
+    """A receipt written before this verb (metrics.json, report.md) is written again: it counts every
+    worker turn the run took, so its cost (and the saving after it) covers the turns just taken."""
+    from bosun.core import paths
+    from bosun.engine import record
+    from bosun.engine.run_report import write_report
+
+    if (paths.run_dir(run_id) / record.METRICS).exists():
+        write_report(ctx, ctx.store.require_run(run_id))
 
 
 # ---------------------------------------------------------------------------------------------

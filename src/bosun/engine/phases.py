@@ -204,14 +204,30 @@ def _starts_afresh(ctx: RunContext, run: Run) -> None:
     run.data.error = run.data.cancel_requested = run.data.acknowledged = None
 
 
+def spent_before(ctx: RunContext, run: Run) -> float:
+    """What the run's earlier turns cost: recorded, or (a run recorded before costs were) its usage so
+    far priced at its profile's prices."""
+    from bosun.engine.metrics import turn_cost
+    from bosun.workers.base import Usage
+
+    if run.data.cost_usd is not None:
+        return float(run.data.cost_usd)
+    if not run.data.usage or not run.profile:
+        return 0.0
+    return turn_cost(Usage.from_event(run.data.usage), ctx.settings(Path(run.repo)), run.profile)
+
+
 def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:
+    from bosun.engine.metrics import turn_cost
     from bosun.workers.base import Usage
 
     res = outcome.result
-    # The run's usage is every worker turn it took: a revise adds to what the first attempt spent.
+    # The run's usage is every worker turn it took: a revise adds to what the first attempt spent, and
+    # so does its cost, each turn priced at the prices of the profile that ran it.
     usage = Usage.from_event(run.data.usage or {})
     usage.add(outcome.usage)
-    data: dict[str, Any] = {"worker": res.to_dict(), "usage": usage.to_dict(), "bosun_pid": None}
+    cost = round(spent_before(ctx, run) + turn_cost(outcome.usage, ctx.settings(Path(run.repo)), outcome.profile), 6)
+    data: dict[str, Any] = {"worker": res.to_dict(), "usage": usage.to_dict(), "cost_usd": cost, "bosun_pid": None}
     if res.session_id:
         ctx.store.set_columns(run, session_id=res.session_id, profile=outcome.profile)
     else:

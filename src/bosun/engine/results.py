@@ -66,7 +66,8 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         ],
         "verification": _verification(verification),
         "usage": data.usage,
-        "cost_usd": (metrics.get("worker") or {}).get("cost_usd"),
+        # Every worker turn the run took (recorded with its usage); a run recorded before that: its receipt's.
+        "cost_usd": data.cost_usd if data.cost_usd is not None else (metrics.get("worker") or {}).get("cost_usd"),
         "merged_commit": run.merged_commit,
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),

@@ -65,7 +65,9 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         prices = settings.profile(run.profile).prices
     except Exception:  # noqa: BLE001 - a profile removed from config since the run: price unknown
         prices = None
-    worker_cost = cost_usd(usage, prices) if prices else 0.0
+    # Every turn the run took, each priced at its own profile's prices when it ran (a fallback's
+    # turns cost what that profile costs); a run recorded before that: its usage at its profile's.
+    worker_cost = float(data.cost_usd) if data.cost_usd is not None else cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
     transitions = ctx.store.transitions(run.id, notes=False)

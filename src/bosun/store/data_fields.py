@@ -44,6 +44,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "live_usage": ("engine.budget",),
     "worker": ("engine.phases",),
     "usage": ("engine.phases",),
+    "cost_usd": ("engine.phases",),
     "user_git_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs

@@ -53,7 +53,8 @@ class RunData:
     sandbox: dict[str, Any] | None
     live_usage: dict[str, Any] | None
     worker: dict[str, Any] | None
-    usage: dict[str, Any] | None
+    usage: dict[str, Any] | None  # every worker turn the run took, summed
+    cost_usd: float | None  # what those turns cost, each priced at its own profile's prices (or as its CLI said)
     user_git_tampered: dict[str, Any] | None
     cancel_requested: bool | None
     verification_passed: bool | None

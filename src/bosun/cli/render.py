@@ -72,9 +72,7 @@ def print_run(run: Run, store: Store | None = None) -> None:
 
     r = run_result(run)
     out = sys.stdout.write
-    shown = shown_state(run)
-    state = r["state"] if shown == r["state"] else f"cleaned: {shown}"
-    out(f"run {r['id']}  [{state}]  {r['title']}\n")
+    out(f"run {r['id']}  [{shown_label(run)}]  {r['title']}\n")
     for line in [*verdict_lines(r), *cross_review_lines(r.get("cross_review"))]:
         out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
@@ -139,7 +137,7 @@ def undo_lines(r: Mapping[str, Any], store: Store | None) -> list[str]:
     revert run), the run this one reverts, and the branches it was applied to."""
     lines = []
     rev = r.get("reverted")
-    if rev and rev.get("commit"):
+    if rev and rev.get("commit") and not rev.get("run"):
         lines.append(f"  reverted  on {rev['branch']} by commit {rev['commit'][:12]}")
     elif rev:
         other = store.get_run(rev["run"]) if store is not None else None
@@ -174,6 +172,10 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
 
         lines.append(f"verdict: {one_line(v)}")
         lines.extend(f"  - {reason['code']}: {reason['sentence']}" for reason in v["reasons"][:12])
+    refused = r.get("landing_refused")
+    if refused:
+        lines.append(f"landing refused: {refused['code']}: {refused['message']}")
+    lines.extend(f"warning: {w['code']}: {w['message']}" for w in r.get("warnings") or [])
     review = r.get("review")
     if review:
         lines.append(f"self-review: {_REVIEW_WORDS.get(review['verdict'], review['verdict'])}"
@@ -230,6 +232,9 @@ def _round_words(entry: Mapping[str, Any]) -> str:
 def _next_step(r: Mapping[str, Any]) -> str:
     from bosun.engine.verdict import waits_for_a_person
 
+    blocked = r.get("landing_refused") or next(iter(r.get("warnings") or []), None)
+    if blocked and r["state"] in ("verified", "approved") and blocked.get("hint"):
+        return f"next: {blocked['hint']}\n"
     nxt = {
         "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); bosun approve {r['id']} lands "
                      "it when you agree\n") if waits_for_a_person(r.get("verdict")) else
@@ -248,17 +253,18 @@ def print_list(runs: list[Run]) -> None:
     if not runs:
         sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
         return
-    sys.stdout.write(f"{'RUN':<22}  {'STATE':<11} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
+    sys.stdout.write(f"{'RUN':<22}  {'STATE':<17} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
     for r in runs:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
-        sys.stdout.write(f"{r.id:<22}  {shown_state(r):<11} {when}  {r.profile or '-':<12} {r.title[:60]}\n")
+        sys.stdout.write(f"{r.id:<22}  {shown_label(r):<17} {when}  {r.profile or '-':<12} {r.title[:60]}\n")
 
 
-def shown_state(r: Run) -> str:
-    """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.core.states.shown_state`)."""
-    from bosun.core.states import shown_state as shown
+def shown_label(r: Run) -> str:
+    """What the run is, as every surface says it: landed (its commit), reverted (the revert commit),
+    discarded, landing refused... (the one rule: :func:`bosun.core.states.shown_state`)."""
+    from bosun.core.states import shown_label as label
 
-    return shown(r.state, r.merged_commit)
+    return label(r.state, r.merged_commit, r.data.to_dict())
 
 
 def print_events(run_id: str) -> None:

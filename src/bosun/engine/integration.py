@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths, states
 from bosun.core.contract import TaskContract
-from bosun.core.errors import Rejected
+from bosun.core.errors import Conflict, Rejected
 from bosun.core.fileio import read_json
 from bosun.engine import record
 from bosun.engine.stops import RunStopped, stopping
@@ -46,6 +46,15 @@ def record_landing(store: Store, run_id: str, landing: str | None, reverified: b
     store.merge_data(run_id, landing_commit=landing, reverified=reverified)
 
 
+def refused(ctx: RunContext, run: Run, exc: Conflict) -> None:
+    """A refused landing is recorded on the run (the branch did not move): `show`, `list` and the
+    dashboard say "landing refused" with the reason and what to do, not "approved"."""
+    import time
+
+    ctx.store.write(run, landing_refused={**exc.to_dict(), "at": time.time()})
+    ctx.store.note(run.id, f"integrate refused ({exc.code}): {exc.message[:200]}")
+
+
 def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool) -> None:
     from bosun.isolation.landing import BOSUN_IDENT, build_landing, move_branches
 
@@ -67,6 +76,9 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
         if exc.code == "DIFF_CHANGED":
             ctx.store.transition(run_id, states.APPROVED, states.REJECTED, "diff changed after approval")
         raise
+    except Conflict as exc:
+        refused(ctx, run, exc)
+        raise
     if found.ident == BOSUN_IDENT:
         from bosun.workers.base import ev_message
 
@@ -83,8 +95,18 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
                     "the source branch changed underneath the run: see reverification.json in the run "
                     "directory, and re-run the task on the current branch", code="REVERIFY_FAILED"),
                     "re-verification on the merged result failed")
-    move_branches(run, found)
+    try:
+        move_branches(run, found)
+    except Conflict as exc:
+        refused(ctx, run, exc)
+        raise
     ctx.store.update_run(run_id, merged_commit=found.merged)
+    if run.data.landing_refused:
+        ctx.store.write(run, landing_refused=None)  # the refusal is history now (kept in the transitions)
     record_landing(ctx.store, run_id, found.landing, reverified=bool(reverify and task.verify))
+    if run.data.revert_of:
+        from bosun.engine.undo_record import revert_run_landed
+
+        revert_run_landed(ctx.store, run, found.landing)
     ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED,
                          f"merged into {run.source_branch} at {found.merged[:12]}")

@@ -251,6 +251,16 @@ def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:
 # 3. verify
 
 
+def _uncommitted_overlap(run: Run, checked: Checked) -> dict[str, Any] | None:
+    """The user's uncommitted files the change touches, in the checkout of its branch, seen now:
+    `integrate` would refuse them, so the result warns before anyone approves (`OVERLAPS_UNCOMMITTED`)."""
+    from bosun.isolation.user_branch import uncommitted_overlap
+
+    if checked.failed or not checked.files_changed:
+        return None
+    return uncommitted_overlap(run.repo, run.source_branch, run.start_commit, checked.tree)
+
+
 def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     """The verify phase (:mod:`bosun.engine.checking`) on the worked run the verb holds, recorded: the
     run ends ``verified`` when every gate is green; else the phase raises ``RunStopped`` (rejected)."""
@@ -264,7 +274,7 @@ def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
                                            "diff_sha256": checked.diff_sha256, "tree": checked.tree})
     ctx.store.set_columns(run, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
     ctx.store.write(run, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
-                    verified_tree=checked.tree)
+                    verified_tree=checked.tree, uncommitted_overlap=_uncommitted_overlap(run, checked))
     forget_acknowledgment(ctx.store, run_id)  # given for the change before this one
     run.data.acknowledged = None
     if checked.failed:

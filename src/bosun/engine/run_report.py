@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
-from bosun.core.states import shown_state
+from bosun.core.states import shown_label
 from bosun.engine import record
 from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
@@ -122,7 +122,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     lines = [f"# bosun run {run.id}: {run.title}", ""]
     lines.append(f"- verdict: **{metrics.get('verdict_line') or one_line(None)}**")
     lines += [f"  - {r['code']}: {r['sentence']}" for r in (metrics.get("verdict") or {}).get("reasons") or []]
-    lines.append(f"- state: **{shown_state(run.state, run.merged_commit)}**")
+    lines.append(f"- state: **{shown_label(run.state, run.merged_commit, run.data.to_dict())}**")
     lines.append(f"- profile: {run.profile} ({run.profile_reason or ''})")
     lines.append(f"- source: {run.source_branch} @ {run.base[:12]}; worktree branch {run.branch}")
     merged = run.merged_commit

@@ -12,7 +12,8 @@ integration moves it (:func:`bosun.isolation.user_branch.move_branch`); nothing 
 its worktree holding the revert (with conflict markers where later commits touched the same lines),
 then verified like any run, so a person reads it and lands it through ``approve`` and ``integrate``.
 
-The record: ``reverted`` on the run (this module is its one writer), ``revert_of`` on a revert run, an
+The record: ``reverted`` on the run (through ``engine/undo_record.py``, which also names the commit when
+a revert run lands), ``revert_of`` on a revert run, an
 event in each run's ``events.jsonl`` and a note in the run's transition history (its state stays: a
 revert is something that happened to the branch after the run ended, not a step of the run).
 """
@@ -28,6 +29,7 @@ from bosun.core.errors import BadInput, BosunError, Conflict, InvalidTransition
 from bosun.engine import locks, record
 from bosun.engine.stops import RunStopped, stopping
 from bosun.engine.undo_git import branch_head, commit_on, commits_touching, three_way
+from bosun.engine.undo_record import mark_reverted
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
@@ -118,7 +120,7 @@ def _land_revert(ctx: RunContext, run: Run, landing: str, head: str, tree: str) 
     move_branch(repo, branch, head, commit, message=f"bosun: revert run {run.id}",
                 again=f"run `bosun revert {run.id}` again")
     done = {"commit": commit, "branch": branch, "landing": landing, "at": time.time()}
-    ctx.store.write(run, reverted=done)
+    mark_reverted(ctx.store, run, done)
     _event(run.id, "reverted", commit=commit, branch=branch, landing=landing)
     ctx.store.note(run.id, f"reverted on {branch} by {commit[:12]}")
     return {"run": ctx.store.require_run(run.id), "revert": done, "revert_run": None}
@@ -168,7 +170,7 @@ def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[s
     ctx.store.move(new, states.WORKED, f"revert of {landing[:12]} written"
                    + (f"; conflicts marked in {', '.join(conflicts[:5])}" if conflicts else ""))
     done = {"run": new.id, "branch": branch, "landing": landing, "at": time.time()}
-    ctx.store.write(run, reverted=done)
+    mark_reverted(ctx.store, run, done)
     _event(run.id, "revert_prepared", run=new.id, branch=branch, landing=landing)
     ctx.store.note(run.id, f"revert prepared as run {new.id}")
     checked = verify(ctx, new.id, task)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bosun.core.errors import Conflict
 
@@ -113,6 +114,19 @@ def check_move(repo: Path | str, branch: str, head: str, new: str, *, again: str
             f"your uncommitted changes{where} overlap the files this would change: " + ", ".join(overlap[:5]),
             f"commit or stash those files{where} yourself, then {again}", code="OVERLAPS_UNCOMMITTED")
     return holder
+
+
+def uncommitted_overlap(repo: Path | str, branch: str, start: str, tree: str) -> dict[str, Any] | None:
+    """Where the change from ``start`` to ``tree`` touches files with uncommitted changes in the
+    checkout that holds ``branch`` (moving the branch would refuse them): ``{paths, checkout}``, or
+    None when nothing overlaps (or the branch is checked out nowhere)."""
+    from bosun.isolation.snapshot import uncommitted_paths
+
+    holder = holder_of(repo, branch)
+    if holder is None or not holder.present or holder.doing != "checked out":
+        return None
+    overlap = sorted(uncommitted_paths(holder.path) & changed_between(repo, start, tree))
+    return {"paths": overlap, "checkout": str(holder.path)} if overlap else None
 
 
 def changed_between(repo: Path | str, a: str, b: str) -> set[str]:

@@ -60,6 +60,7 @@ class RunData:
     verification_passed: bool | None
     gates_ok: bool | None
     verified_tree: str | None
+    uncommitted_overlap: dict[str, Any] | None  # {paths, checkout}: the user's uncommitted files the change touches
     review_escalate: bool | None
     review_reasons: list[str] | None
     review_usage: dict[str, Any] | None
@@ -73,6 +74,7 @@ class RunData:
     reverified: Any
     landing_commit: str | None
     landing_author_note: str | None
+    landing_refused: dict[str, Any] | None  # {code, message, hint, at}: the last `integrate` was refused
     records_removed_at: float | None
     reverted: dict[str, Any] | None  # {commit | run, branch, landing, at}: the revert of the landing commit
     revert_of: dict[str, Any] | None  # {run, landing}: this run holds the revert of that run's landing commit

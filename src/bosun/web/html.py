@@ -89,7 +89,7 @@ def money(v: float | None) -> str:
 
 
 def state_badge(state: str) -> str:
-    return f'<span class="badge st-{e(state)}">{e(state)}</span>'
+    return f'<span class="badge st-{e(state.replace(" ", "-"))}">{e(state)}</span>'
 
 
 def query(params: dict[str, Any]) -> str:

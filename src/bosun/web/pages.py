@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bosun.core.states import shown_state
+from bosun.core.states import shown_commit, shown_state
 from bosun.engine.history import refresh
 from bosun.engine.verdict import of_run
 from bosun.store.db import Store
@@ -70,7 +70,8 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
     body = []
     for r in rows:
         f = r.get("facts") or {}
-        shown = shown_state(r["state"], r.get("merged_commit"))
+        shown = shown_state(r["state"], r.get("merged_commit"), r.get("data"))
+        commit = shown_commit(r["state"], r.get("merged_commit"), r.get("data"))
         gates = f"{f.get('gates_total', 0) - f.get('gates_failed', 0)}/{f.get('gates_total', 0)}" if f.get("gates_total") else "-"
         proven = '<span class="ok">yes</span>' if f.get("proven") else '<span class="muted">no</span>'
         tok = (f.get("input_tokens") or 0) + (f.get("output_tokens") or 0)
@@ -82,7 +83,8 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
             dur = time.time() - r["created_at"]
         snip = f'<div class="snip">{e(r["_snippet"])}</div>' if r.get("_snippet") else ""
         body.append(
-            f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}</td>'
+            f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}'
+            + (f'<div class="muted small mono">{e(commit[:8])}</div>' if commit else "") + '</td>'
             f'<td>{badge(of_run(Run.from_row(r)))}</td>'
             f'<td><a href="/runs/{e(r["id"])}">{e(r["title"])}</a>{snip}<div class="muted small">{e(r["id"])}</div></td>'
             f'<td>{e(r["profile"] or "-")}<div class="muted small">{e(f.get("adapter") or "")}</div></td>'

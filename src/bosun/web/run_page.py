@@ -46,14 +46,14 @@ def run_body(store: Store, run: Run) -> str:
     verdict = decide(run, task, gates_doc.get("gates", []), read_json(rdir / "verification.json", None))
     err = current_error(run)
     review = rr.read(rid)
-    shown = shown_state(run.state, run.merged_commit)
+    shown = shown_state(run.state, run.merged_commit, data.to_dict())
     head = (
         f'<h1>{e(run.title)} {state_badge(shown)}</h1>' + section(verdict) +
         f'<p class="meta">profile <b>{e(run.profile or "-")}</b> ({e(run.profile_reason or "")}) · '
         f'repo {e(run.repo)} · branch {e(run.source_branch)} @ {e(run.base[:12])} · '
         f'worktree branch {e(run.branch)} · started {stamp(run.created_at)} UTC</p>'
     )
-    head += _undo_notice(store, data)
+    head += _landing_notice(run) + _undo_notice(store, data)
     if err:
         head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {e(err.get("message"))}'
                  + (f'<div class="muted">{e(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
@@ -74,11 +74,31 @@ def run_body(store: Store, run: Run) -> str:
             + "".join(sections) + "</div>")
 
 
+def _landing_notice(run: Run) -> str:
+    """Where the change landed (the commit, in sight), or why its landing was refused, or what will
+    stop it (the user's uncommitted edits in files it touches)."""
+    from bosun.engine.results import landing_warnings
+
+    data = run.data
+    if run.merged_commit:
+        where = "the plan's branch" if data.plan_id else e(run.source_branch)
+        return f'<p class="ok" data-landed>landed on {where} as commit <code>{e(run.merged_commit[:12])}</code></p>'
+    out = ""
+    refused = data.landing_refused if run.state == "approved" else None
+    if refused:
+        out += (f'<div class="error" data-landing-refused><b>landing refused</b> ({e(refused.get("code"))}): '
+                f'{e(refused.get("message"))}<div class="muted">{e(refused.get("hint"))}</div></div>')
+    for w in landing_warnings(run):
+        out += (f'<p class="warn" data-warning="{e(w["code"])}"><b>{e(w["code"])}</b>: {e(w["message"])}'
+                f'<br><span class="muted">{e(w["hint"])}</span></p>')
+    return out
+
+
 def _undo_notice(store: Store, data: RunData) -> str:
     """Reverted (by which commit, or which revert run), the run it reverts, the branches it was applied to."""
     notes = []
     rev, of = data.reverted or {}, data.revert_of or {}
-    if rev.get("commit"):
+    if rev.get("commit") and not rev.get("run"):
         notes.append(f'reverted on {e(rev["branch"])} by commit <code>{e(rev["commit"][:12])}</code>')
     elif rev.get("run"):
         other = store.get_run(rev["run"])

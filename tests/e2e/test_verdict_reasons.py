@@ -167,15 +167,15 @@ def test_a_renamed_subject_does_not_excuse_the_tests_that_still_fail(cli, files_
     assert code == 3 and "TESTS_REWRITTEN" in reasons(res), res["verdict"]
 
 
-def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
-    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
-    assert code == 7, res
+def _approve_on_a_terminal(run_id: str, cwd: Path, answer: bytes) -> tuple[int, bytes]:
+    """`bosun approve RUN` with a real terminal (a pty) as stdin and stderr, answering ``answer``."""
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "0"}
     try:
-        proc = subprocess.run([sys.executable, "-m", "bosun", "approve", res["id"]], stdin=follower, stderr=follower,
-                              stdout=subprocess.PIPE, env=env, timeout=120, cwd=files_repo)
+        proc = subprocess.Popen([sys.executable, "-m", "bosun", "approve", run_id], stdin=follower, stderr=follower,
+                                stdout=subprocess.PIPE, env=env, cwd=cwd)
         os.close(follower)
+        os.write(leader, answer)  # typed ahead: the terminal keeps it until bosun asks
         said = b""
         while True:
             try:
@@ -185,9 +185,22 @@ def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_re
             if not chunk:
                 break
             said += chunk
+        proc.communicate(timeout=120)
     finally:
         os.close(leader)
-    assert proc.returncode == 0, (proc.stdout, said)
+    return proc.returncode, said
+
+
+def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
+    assert code == 7, res
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"n\n")
+    assert code == 7, said  # a person's "no" is a no
+    assert b"NOT_PROVEN" in said and b"[y/N]" in said and b"not approved" in said
+    code, out = cli("show", res["id"], "--json")
+    assert out["state"] == "verified" and out["verdict"]["acknowledged"] is None
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"y\n")
+    assert code == 0, said
     assert b"NOT_PROVEN" in said and b"needs review" in said
     code, out = cli("show", res["id"], "--json")
     assert out["state"] == "approved" and out["verdict"]["acknowledged"]["by"] == "person"

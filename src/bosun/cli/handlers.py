@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from bosun.cli.render import emit_json, exit_for_state
-from bosun.core.errors import EXIT_OK, BadInput
+from bosun.core.errors import EXIT_NEEDS_REVIEW, EXIT_OK, BadInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -198,23 +198,39 @@ def cmd_approve(args: argparse.Namespace) -> int:
     waivers = {code.upper(): args.reason for code in args.waive}
     ctx = _ctx()
     run_id = _checked_id(args)
-    # A person at a terminal who types approve has decided; the reasons are printed first. A script
-    # (no terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
+    # A person at a terminal reads the reasons and answers [y/N]: only "y" approves. A script (no
+    # terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
     person = sys.stdin.isatty() and sys.stderr.isatty() and not args.json
     acknowledge, by = ("all", "script") if args.yes else ("all", "person") if person else (None, "person")
-    if acknowledge is not None:
-        _print_review_reasons(ctx, run_id)
+    if acknowledge is not None and _print_review_reasons(ctx, run_id) and not args.yes and not _said_yes():
+        sys.stderr.write(f"bosun: not approved: {run_id} still waits for your review (`bosun approve {run_id}` "
+                         f"asks again; `bosun discard {run_id}` throws it away)\n")
+        return EXIT_NEEDS_REVIEW
     return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx)
 
 
-def _print_review_reasons(ctx: RunContext, run_id: str) -> None:
+def _print_review_reasons(ctx: RunContext, run_id: str) -> bool:
+    """The reasons of a run that needs review, on stderr; False when it needs none."""
     from bosun.engine import verdict
 
     judged = verdict.of_run(ctx.store.require_run(run_id))
-    if judged and judged["outcome"] == verdict.NEEDS_REVIEW:
-        sys.stderr.write(f"bosun: {run_id} needs review; approving it acknowledges:\n")
-        for r in judged["reasons"]:
-            sys.stderr.write(f"  {r['code']}: {r['sentence']}\n")
+    if not judged or judged["outcome"] != verdict.NEEDS_REVIEW:
+        return False
+    sys.stderr.write(f"bosun: {run_id} needs review; approving it acknowledges:\n")
+    for r in judged["reasons"]:
+        sys.stderr.write(f"  {r['code']}: {r['sentence']}\n")
+    return True
+
+
+def _said_yes() -> bool:
+    """A person's answer at the terminal: only "y" or "yes" is a yes (Enter, "n", end of input: no)."""
+    sys.stderr.write("approve it? (integrate lands it afterwards) [y/N] ")
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, UnicodeDecodeError):
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:

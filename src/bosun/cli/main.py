@@ -201,8 +201,9 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         "approve a green, unchanged diff",
         "Approve a verified run. Refuses unless verification passed, every gate is green (or waived\n"
         "by name), no P0..P2 finding in the review is open, and a fresh rescan gives the same diff hash.\n"
-        "A run that needs review (exit 7 from delegate) prints its reasons and is approved when you run\n"
-        "this on a terminal; a script must pass --yes, which is recorded as the script's acknowledgment.",
+        "A run that needs review (exit 7 from delegate) prints its reasons and, on a terminal, asks\n"
+        "[y/N]: only y approves it. A script must pass --yes, recorded as the script's acknowledgment.\n"
+        "Approving lands nothing: `bosun integrate RUN` lands an approved run on your branch.",
     )
     _run_id(p)
     p.add_argument("--yes", action="store_true",

@@ -236,8 +236,8 @@ def _next_step(r: Mapping[str, Any]) -> str:
     if blocked and r["state"] in ("verified", "approved") and blocked.get("hint"):
         return f"next: {blocked['hint']}\n"
     nxt = {
-        "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); bosun approve {r['id']} lands "
-                     "it when you agree\n") if waits_for_a_person(r.get("verdict")) else
+        "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); when you agree, bosun approve "
+                     f"{r['id']} && bosun integrate {r['id']} lands it\n") if waits_for_a_person(r.get("verdict")) else
                     f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
         "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
         "approved": f"next: bosun integrate {r['id']}\n",

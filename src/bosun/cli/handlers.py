@@ -121,7 +121,7 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     from bosun.store.db import open_store
 
     out["title"] = task.title
-    pf = check_task(task, Path(args.repo), args.profile, open_store())
+    pf = check_task(task, Path(args.repo), args.profile, open_store(), probe=getattr(args, "probe", False))
     out.update(to_json(pf))
     if pf.settings is not None and task.mode.value == "code":
         from bosun.core.review_config import effective_review

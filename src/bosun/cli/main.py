@@ -177,6 +177,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     )
     p.add_argument("task", help="task contract file (YAML or JSON)")
     p.add_argument("--profile", help="worker profile to check (overrides routing)")
+    p.add_argument("--probe", action="store_true",
+                   help="also try the profile's endpoint (base_url), waiting at most a second")
     _common(p, repo=True)
 
     p = add("prepare", "create the run and its isolated worktree (no worker yet)")

@@ -67,8 +67,10 @@ def check_task(
     settings: Settings | None = None,
     check_base: bool = True,
     overrides: dict[str, Any] | None = None,
+    probe: bool = False,
 ) -> Preflight:
-    """Every pre-flight check for one task; never raises for a problem it can report."""
+    """Every pre-flight check for one task; never raises for a problem it can report. ``probe`` also
+    tries the chosen profile's endpoint (`bosun check --probe`)."""
     from bosun.core.config import load_settings
     from bosun.engine.routing import choose_profile
     from bosun.isolation.git import repo_root, resolve_commit
@@ -96,8 +98,22 @@ def check_task(
     if pf.choice is not None:
         pf.problems += profile_problems(pf.choice.profile)
         pf.problems += review_problems(task, pf.settings, pf.choice.profile)
+        if probe:
+            pf.problems += endpoint_problems(pf.choice.profile)
     pf.problems += verify_problems(task, pf.repo, pf.base)
     return pf
+
+
+def endpoint_problems(profile: Profile) -> list[Problem]:
+    """The profile's endpoint answers (asked for: `--probe`)."""
+    from bosun.workers.endpoint import probe
+
+    problem = probe(profile.base_url) if profile.base_url else None
+    if problem is None:
+        return []
+    return [Problem("ENDPOINT_UNREACHABLE", f"profile {profile.name}: {problem}",
+                    f"start the server at {profile.base_url}, or fix base_url in [profiles.{profile.name}] "
+                    "of bosun.toml")]
 
 
 def profile_problems(profile: Profile) -> list[Problem]:

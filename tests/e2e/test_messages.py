@@ -1,0 +1,35 @@
+"""The words bosun says when something is wrong: each names what happened and what to do, in the same
+vocabulary everywhere (the CLI's text and --json, MCP, `--help`)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from tests.conftest import task_yaml
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_refused_connection_names_the_endpoint_and_check_probe_tries_it(cli, repo, tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}/v1"  # nothing listens there
+    (repo / "bosun.toml").write_text((repo / "bosun.toml").read_text()
+                                     + f'\n[profiles.local]\nadapter = "native"\nmodel = "m"\nbase_url = "{url}"\n')
+    task = task_yaml(tmp_path / "t.json")
+    code, res = cli("check", str(task), "--repo", str(repo), "--profile", "local", "--json")
+    assert code == 0, res  # without --probe nothing is tried
+    started = time.monotonic()
+    code, res = cli("check", str(task), "--repo", str(repo), "--profile", "local", "--probe", "--json")
+    assert time.monotonic() - started < 5
+    assert code == 2 and [p["code"] for p in res["problems"]] == ["ENDPOINT_UNREACHABLE"], res
+    assert url in res["problems"][0]["message"] and "connection refused" in res["problems"][0]["message"]
+    assert "base_url" in res["problems"][0]["hint"]
+    code, res = cli("delegate", str(task), "--repo", str(repo), "--profile", "local", "--json")
+    assert code == 1 and res["state"] == "failed", res
+    assert url in res["error"]["message"] and "connection refused" in res["error"]["message"], res["error"]
+    assert f"check that the server at {url} is up" in res["error"]["hint"], res["error"]
+    assert "--probe" in res["error"]["hint"]

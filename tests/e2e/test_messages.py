@@ -33,3 +33,17 @@ def test_a_refused_connection_names_the_endpoint_and_check_probe_tries_it(cli, r
     assert url in res["error"]["message"] and "connection refused" in res["error"]["message"], res["error"]
     assert f"check that the server at {url} is up" in res["error"]["hint"], res["error"]
     assert "--probe" in res["error"]["hint"]
+
+
+def test_a_misspelt_module_gets_a_did_you_mean(cli, repo, tmp_path):
+    import sys
+
+    task = task_yaml(tmp_path / "t.json", verify=[f"{sys.executable} -m pytset -q tests"])
+    code, res = cli("check", str(task), "--repo", str(repo), "--json")
+    assert code == 2, res
+    [problem] = res["problems"]
+    assert problem["code"] == "VERIFY_MODULE_MISSING" and "'pytset'" in problem["message"], problem
+    assert problem["hint"].startswith(f"did you mean `{sys.executable} -m pytest`?"), problem["hint"]
+    task = task_yaml(tmp_path / "t2.json", verify=[f"{sys.executable} -m zzqqxx_nothing_like_it"])
+    code, res = cli("check", str(task), "--repo", str(repo), "--json")
+    assert "did you mean" not in res["problems"][0]["hint"] and "pip install" in res["problems"][0]["hint"], res

@@ -47,3 +47,4 @@ def test_a_misspelt_module_gets_a_did_you_mean(cli, repo, tmp_path):
     task = task_yaml(tmp_path / "t2.json", verify=[f"{sys.executable} -m zzqqxx_nothing_like_it"])
     code, res = cli("check", str(task), "--repo", str(repo), "--json")
     assert "did you mean" not in res["problems"][0]["hint"] and "pip install" in res["problems"][0]["hint"], res
+

@@ -204,3 +204,14 @@ def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_re
     assert b"NOT_PROVEN" in said and b"needs review" in said
     code, out = cli("show", res["id"], "--json")
     assert out["state"] == "approved" and out["verdict"]["acknowledged"]["by"] == "person"
+
+
+def test_the_proof_names_the_original_tests_when_the_change_edited_them(cli, files_repo, tmp_path, monkeypatch):
+    # Verification passed on the change's version of the tests; the proof is about the originals, put back.
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch,
+                         {"src/calc.py": SUB_CHANGED, "tests/test_calc.py": TEST_REWRITTEN}, tests="rewrite")
+    assert code == 7 and res["verification"]["passed"], res
+    proof = res["verification"]["proof"]
+    assert proof.startswith("the original tests (put back as they were before the change) failed before this change "
+                            "and still fail after it"), proof
+    assert "own version of the tests passes" in proof

@@ -175,8 +175,13 @@ def _passed(cmd: dict[str, Any]) -> bool:
     return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
 
 
-def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
-    """``{proven, failed_before, sentence}`` from the baseline and the verification it is compared with."""
+ORIGINALS = "the original tests (put back as they were before the change)"
+
+
+def proof(baseline: dict[str, Any] | None, after: dict[str, Any], tests: str = "the tests") -> dict[str, Any]:
+    """``{proven, failed_before, sentence}`` from the baseline and the verification it is compared with;
+    ``tests`` names what that verification ran (``ORIGINALS`` when the change edited tests and the
+    originals were put back for it), so the sentence says which tests it means."""
     if baseline is None or not baseline.get("commands"):
         return {"proven": None, "failed_before": [], "sentence": "no baseline was taken: bosun cannot say whether "
                 "the tests failed before this change"}
@@ -185,12 +190,15 @@ def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, A
     passes_after = bool(after.get("commands")) and all(_passed(c) for c in after["commands"])
     if not failed_before:
         return {"proven": False, "failed_before": [],
-                "sentence": "the tests already passed before this change: they do not prove it"}
+                "sentence": f"{tests} already passed before this change: they do not prove it"}
     if passes_after:
         return {"proven": True, "failed_before": failed_before, **_flips(before, after["commands"]),
-                "sentence": "the tests failed before this change and pass after it"}
+                "sentence": f"{tests} failed before this change and pass after it"}
+    still = f"{tests} failed before this change and still fail after it"
+    if tests == ORIGINALS:
+        still += " (the change's own version of the tests passes)"
     return {"proven": False, "failed_before": failed_before, **_flips(before, after.get("commands", [])),
-            "sentence": "the tests failed before this change and still fail after it"}
+            "sentence": still}
 
 
 def _flips(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[str]]:

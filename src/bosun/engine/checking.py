@@ -59,7 +59,7 @@ def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     verification, gates = found.verification, list(found.gates)
     if found.ran and task.mode == Mode.code and task.verify:
         heldout_doc = found.heldout_doc
-        verification.update(prove(run, task, heldout_doc or verification))
+        verification.update(prove(run, task, heldout_doc or verification, originals=heldout_doc is not None))
         held = found.held
         gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
                                     verification.get("baseline") or None, found.kept_tests_changed,

@@ -25,16 +25,17 @@ if TYPE_CHECKING:
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
-def prove(run: Run, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
+def prove(run: Run, task: TaskContract, verification: dict[str, Any], originals: bool = False) -> dict[str, Any]:
     """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`). A
     baseline that was taken but failed to run (git, the disk) is taken again here, once: without it the
-    change could not be proven, and would wait for a person for no fault of its own."""
-    from bosun.engine.baseline import BASELINE, proof, read_baseline, retake_baseline
+    change could not be proven, and would wait for a person for no fault of its own. ``originals``:
+    ``verification`` ran the original tests, put back (the change edited tests)."""
+    from bosun.engine.baseline import BASELINE, ORIGINALS, proof, read_baseline, retake_baseline
 
     baseline = read_baseline(run.id)
     if baseline is None and (read_json(paths.run_dir(run.id) / BASELINE, {}) or {}).get("error"):
         baseline = retake_baseline(run, task)
-    found = proof(baseline, verification)
+    found = proof(baseline, verification, ORIGINALS if originals else "the tests")
     out = {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
     for key in ("fail_to_pass", "pass_to_fail"):
         if key in found:

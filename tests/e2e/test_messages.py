@@ -48,3 +48,25 @@ def test_a_misspelt_module_gets_a_did_you_mean(cli, repo, tmp_path):
     code, res = cli("check", str(task), "--repo", str(repo), "--json")
     assert "did you mean" not in res["problems"][0]["hint"] and "pip install" in res["problems"][0]["hint"], res
 
+
+
+def test_mcp_lists_every_problem_of_a_task_with_its_hint_as_the_cli_does(repo, tmp_path):
+    import json
+
+    from tests.conftest import run_bosun
+    from tests.e2e.mcp_support import call, with_session
+
+    task = {"title": "t", "prompt": "fix add()", "verfy": ["pytest"], "timeout_s": -1}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(task))
+    done = run_bosun("delegate", str(path), "--repo", str(repo), "--json")
+    shown = json.loads(done.stdout)
+    assert done.returncode == 2 and len(shown["problems"]) == 2, shown
+
+    async def body(s):
+        return await call(s, "delegate", {"task": task})
+
+    err, out = with_session(repo, body)
+    assert err and out["error"]["message"].startswith("2 problems"), out
+    assert [p["code"] for p in out["problems"]] == [p["code"] for p in shown["problems"]], out
+    assert all(p["hint"] for p in out["problems"]), out

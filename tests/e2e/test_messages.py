@@ -70,3 +70,22 @@ def test_mcp_lists_every_problem_of_a_task_with_its_hint_as_the_cli_does(repo, t
     assert err and out["error"]["message"].startswith("2 problems"), out
     assert [p["code"] for p in out["problems"]] == [p["code"] for p in shown["problems"]], out
     assert all(p["hint"] for p in out["problems"]), out
+
+
+def test_help_lists_every_exit_code_in_the_readmes_words():
+    import re
+
+    from bosun.cli.main import EPILOG
+    from bosun.core import errors
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    table = dict(re.findall(r"^\| (\d) \| ([a-z ]+?)[:( ]", readme, re.M))
+    codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert set(map(int, table)) == codes, table
+    said = " ".join(EPILOG.split())
+    for code, word in table.items():
+        if code in ("0", "1"):
+            continue  # "success" / "any other error": the help says ok and error
+        assert f"{code} {word.strip()}" in said, (code, word, said)
+    assert "rejected" not in said

@@ -31,11 +31,13 @@ typical flow:
   bosun template > task.yaml                 write a task contract
   bosun delegate task.yaml --profile cheap   prepare + work + verify + gates
   bosun show RUN                             what happened, gate by gate
-  bosun approve RUN && bosun integrate RUN   land it on your branch (never pushed)
-  bosun delegate task.yaml --auto-approve    all of it when every gate is green
+  bosun approve RUN && bosun integrate RUN   approve it, then land it on your branch (never pushed)
+  bosun delegate task.yaml --auto-approve    all of it when the verdict is landable
 
-exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
-            4 timeout, 5 busy (run locked or concurrency cap), 6 conflict on integrate,
+exit codes: 0 ok (a run: verified, its verdict landable), 1 error, 2 bad input,
+            3 refused (a gate, the verification or a review), 4 timeout,
+            5 busy (run locked or concurrency cap), 6 conflict (nothing changed),
+            7 needs review (a person must say yes: `bosun approve RUN`),
             130/143/129 interrupted by Ctrl-C/SIGTERM/SIGHUP (worker stopped; `bosun recover`),
             141 stdout closed early (e.g. `| head`)
 """

@@ -279,7 +279,7 @@ def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     run.data.acknowledged = None
     if checked.failed:
         raise RunStopped(states.REJECTED, BosunError(
-            "rejected by " + ", ".join(checked.failed),
+            "refused by " + ", ".join(checked.failed),
             f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
             "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
             code="GATES_FAILED"), "gates failed: " + ", ".join(checked.failed), raises=False)

@@ -117,7 +117,8 @@ def prepare(
             view = make_worktree(ctx.store, settings, task, repo, run)
         except BosunError as exc:
             reason = f"worktree creation failed: {exc.message}"
-            raise RunStopped(states.FAILED, BosunError(reason, "", code="FAILED"), reason, cause=exc) from exc
+            hint = exc.hint or "check the repository (`git worktree list`) and the free disk space, then delegate again"
+            raise RunStopped(states.FAILED, BosunError(reason, hint, code="FAILED"), reason, cause=exc) from exc
     ctx.store.write(run, view_objects=str(view.objects))
     return ctx.store.reload(run)  # the worktree's set-up recorded its environment and ports
 

@@ -67,7 +67,9 @@ def create_branch(repo: Path, branch: str, commit: str) -> None:
     """Create ``branch`` at ``commit``; refuses (git's own check) if it already exists."""
     ok = _git(["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
     if not ok:
-        raise BadInput(f"'{branch}' is not a valid branch name", "")
+        raise BadInput(f"'{branch}' is not a valid branch name",
+                       f"bosun names a plan's integration branch from its id; `git check-ref-format --branch {branch}` "
+                       "says why git refuses it (a repository setting?), then run the plan again")
     _git(["update-ref", "-m", "bosun: plan integration branch", f"refs/heads/{branch}", commit, ""], repo)
 
 

@@ -405,6 +405,10 @@ def cmd_workers(args: argparse.Namespace) -> int:
     from bosun.apps.doctor import worker_rows
 
     repo = Path(args.repo)
+    if not repo.is_dir():
+        # The profiles shown are the repository's (its bosun.toml): a path that is not there shows none of them.
+        raise BadInput(f"no directory {args.repo}", "pass your repository with --repo (default: the current directory)",
+                       code="NOT_A_REPO")
     rows = worker_rows(repo, shown_settings(repo))
     if args.json:
         sys.stdout.write(json.dumps({"workers": rows}) + "\n")

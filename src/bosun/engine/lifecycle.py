@@ -131,10 +131,8 @@ def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: 
             raise InvalidTransition(f"run {run_id} is already merged, as commit {merged[:12]}",
                                     f"nothing to do; `bosun show {run_id}` has its record")
         if run.state != states.APPROVED:
-            raise InvalidTransition(
-                f"run {run_id} is {run.state!r}; only an approved run can be integrated",
-                "`bosun approve` it first",
-            )
+            raise InvalidTransition(f"run {run_id} is {run.state!r}; only an approved run can be integrated",
+                                    not_approved_hint(run))
         from bosun.engine.approval import ensure_landable, ensure_may_land
 
         task = task or load_task(run_id)
@@ -145,6 +143,29 @@ def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: 
         integrate_run(ctx, run, task, do_reverify)
         clear_error(ctx.store, run_id)
         return ctx.store.require_run(run_id)
+
+
+def not_approved_hint(run: Run) -> str:
+    """What to do with a run integrate refused because nobody approved it: approve it only when its
+    verdict lets it land; a refused or failed one is revised or thrown away."""
+    from bosun.engine.verdict import NEEDS_REVIEW, of_run
+
+    rid = run.id
+    if run.state == states.VERIFIED:
+        judged = of_run(run)
+        if judged and judged["outcome"] == NEEDS_REVIEW:
+            return f"read the reasons (`bosun show {rid}`), then `bosun approve {rid}`; integrate lands it after"
+        return f"`bosun approve {rid}` first"
+    if run.state == states.REJECTED:
+        return (f"it was refused: `bosun show {rid}` says why; revise it with `bosun work {rid} --resume "
+                f"\"what to fix\"`, or `bosun discard {rid}`")
+    if run.state in (states.FAILED, states.BLOCKED):
+        return f"its worker did not finish: `bosun show {rid}` says why; `bosun work {rid}` tries again, or discard it"
+    if run.state == states.CANCELLED:
+        return f"it was cancelled; `bosun discard {rid}` removes it"
+    if run.state in (states.PREPARED, states.WORKING, states.WORKED, states.INTERRUPTED):
+        return f"it is not verified yet: `bosun show {rid}` says what it waits for"
+    return f"nothing to land: `bosun show {rid}` has its record"
 
 
 def report(ctx: RunContext, run_id: str) -> Run:

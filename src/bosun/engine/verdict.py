@@ -135,11 +135,21 @@ def review_reasons(task: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
         reasons.append({"code": NOT_PROVEN, "sentence": f"not proven: {proof}"})
     for g in gates:
         for r in g.get("review") or []:
-            reasons.append({"code": str(r["code"]), "sentence": str(r["sentence"])})
+            _add_reason(reasons, str(r["code"]), str(r["sentence"]))
         if g.get("waived"):
             reasons.append({"code": WAIVED, "sentence": f"{g['code']} was waived: {g.get('waiver_reason') or ''}"
                             .rstrip(": ")})
     return reasons
+
+
+def _add_reason(reasons: list[dict[str, str]], code: str, sentence: str) -> None:
+    """One reason per code: two gates that found the same thing (the original tests of a deleted
+    function left out, and those tests deleted with it: SUBJECT_REMOVED) say it in one entry."""
+    same = next((r for r in reasons if r["code"] == code), None)
+    if same is None:
+        reasons.append({"code": code, "sentence": sentence})
+    elif sentence not in same["sentence"]:
+        same["sentence"] += f"; also, {sentence}"
 
 
 def _waived(gates: Sequence[Mapping[str, Any]], code: str) -> bool:

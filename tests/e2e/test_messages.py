@@ -89,3 +89,25 @@ def test_help_lists_every_exit_code_in_the_readmes_words():
             continue  # "success" / "any other error": the help says ok and error
         assert f"{code} {word.strip()}" in said, (code, word, said)
     assert "rejected" not in said
+
+
+def test_did_you_mean_for_a_profile_and_a_verb_and_a_run_id_by_a_unique_prefix(cli, repo, tmp_path):
+    from tests.conftest import run_bosun
+
+    task = task_yaml(tmp_path / "t.json")
+    code, res = cli("check", str(task), "--repo", str(repo), "--profile", "fixx", "--json")
+    assert code == 2 and res["problems"][0]["code"] == "UNKNOWN_PROFILE", res
+    assert res["problems"][0]["hint"].startswith("did you mean 'fix'?"), res["problems"][0]
+    out = run_bosun("delegat", str(task), cwd=repo)
+    assert out.returncode == 2 and "did you mean 'delegate'?" in out.stderr, out.stderr
+    code, one = cli("prepare", str(task), "--repo", str(repo), "--json")
+    code, two = cli("prepare", str(task), "--repo", str(repo), "--json")
+    assert one["id"] != two["id"]
+    code, shown = cli("show", one["id"][:-2], "--json")
+    assert code == 0 and shown["id"] == one["id"], shown
+    common = next(i for i in range(len(one["id"])) if one["id"][i] != two["id"][i])
+    code, out = cli("discard", one["id"][:max(3, common)], "--json")
+    assert code == 2 and out["error"]["code"] == "AMBIGUOUS_RUN", out
+    assert one["id"] in out["error"]["message"] and two["id"] in out["error"]["message"]
+    code, gone = cli("discard", two["id"][:-1], "--json")
+    assert code == 0 and gone["id"] == two["id"], gone

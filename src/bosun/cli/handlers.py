@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bosun.core.config import Settings
     from bosun.core.settings_cache import SettingsView
     from bosun.engine.context import RunContext
+    from bosun.store.db import Store
     from bosun.store.run import Run
 
 
@@ -30,10 +31,13 @@ def _ctx() -> RunContext:
     return RunContext(open_store())
 
 
-def _checked_id(args: argparse.Namespace) -> str:
+def _checked_id(args: argparse.Namespace, store: Store | None = None) -> str:
+    """The run the command names: its id, or a unique prefix of it (as git takes a short sha)."""
     from bosun.core.paths import check_run_id
+    from bosun.store.db import open_store
 
-    return check_run_id(args.run_id)
+    args.run_id = (store or open_store()).resolve_run_id(check_run_id(args.run_id))  # errors name the run in full
+    return str(args.run_id)
 
 
 def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None) -> int:
@@ -169,7 +173,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import work
 
     ctx = _ctx()
-    run = work(ctx, _checked_id(args), resume=args.resume, profile_name=args.profile, on_event=_progress(args))
+    run = work(ctx, _checked_id(args, ctx.store), resume=args.resume, profile_name=args.profile, on_event=_progress(args))
     return _finish(args, run, ctx)
 
 
@@ -178,7 +182,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     ctx = _ctx()
     with _ticking(args):
-        run = verify(ctx, _checked_id(args))
+        run = verify(ctx, _checked_id(args, ctx.store))
     return _finish(args, run, ctx)
 
 
@@ -197,7 +201,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.review}: invalid JSON at line {exc.lineno}: {exc.msg}", "fix the review file") from None
     waivers = {code.upper(): args.reason for code in args.waive}
     ctx = _ctx()
-    run_id = _checked_id(args)
+    run_id = _checked_id(args, ctx.store)
     # A person at a terminal reads the reasons and answers [y/N]: only "y" approves. A script (no
     # terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
     person = sys.stdin.isatty() and sys.stderr.isatty() and not args.json
@@ -238,7 +242,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
     ctx = _ctx()
     with _ticking(args):
-        run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
+        run = integrate(ctx, _checked_id(args, ctx.store), reverify=False if args.no_reverify else None)
     return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
 
 
@@ -246,7 +250,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import report
 
     ctx = _ctx()
-    run = report(ctx, _checked_id(args))
+    run = report(ctx, _checked_id(args, ctx.store))
     if not args.json:
         from bosun.core.paths import run_dir
 
@@ -259,7 +263,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     from bosun.engine.teardown import cleanup
 
     ctx = _ctx()
-    run = cleanup(ctx, _checked_id(args), force=args.force)
+    run = cleanup(ctx, _checked_id(args, ctx.store), force=args.force)
     _finish(args, run, ctx)
     return EXIT_OK
 
@@ -268,14 +272,14 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import recover
 
     ctx = _ctx()
-    return _finish(args, recover(ctx, _checked_id(args)), ctx)
+    return _finish(args, recover(ctx, _checked_id(args, ctx.store)), ctx)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from bosun.engine.teardown import cancel
 
     ctx = _ctx()
-    _finish(args, cancel(ctx, _checked_id(args)), ctx)
+    _finish(args, cancel(ctx, _checked_id(args, ctx.store)), ctx)
     return EXIT_OK
 
 
@@ -283,7 +287,7 @@ def cmd_discard(args: argparse.Namespace) -> int:
     from bosun.engine.teardown import discard
 
     ctx = _ctx()
-    _finish(args, discard(ctx, _checked_id(args)), ctx)
+    _finish(args, discard(ctx, _checked_id(args, ctx.store)), ctx)
     return EXIT_OK
 
 
@@ -291,7 +295,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from bosun.store.db import open_store
 
     store = open_store()
-    run = store.require_run(_checked_id(args))
+    run = store.require_run(_checked_id(args, store))
     if args.json:
         from bosun.engine.results import run_result
 
@@ -314,7 +318,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from bosun.core.paths import run_dir
     from bosun.store.db import open_store
 
-    run = open_store().require_run(_checked_id(args))
+    store = open_store()
+    run = store.require_run(_checked_id(args, store))
     path = run_dir(run.id) / "diff.patch"
     if not path.exists():
         raise BadInput(f"run {run.id} has no verified diff yet", "run `bosun verify` first")

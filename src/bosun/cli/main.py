@@ -88,6 +88,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
+        message = _with_did_you_mean(message)
         if _JSON_REQUESTED[0]:
             import json
 
@@ -96,6 +97,21 @@ class Parser(argparse.ArgumentParser):
             sys.stdout.flush()
             raise SystemExit(2)
         super().error(message)
+
+
+def _with_did_you_mean(message: str) -> str:
+    """argparse's "invalid choice: 'delegat' (choose from ...)" with the choice meant: "did you mean
+    'delegate'?" (a verb, a plan verb or any other choice)."""
+    import re
+
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if m is None:
+        return message
+    import difflib
+
+    choices = re.findall(r"'([^']*)'", m.group(2))
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+    return message + (f"; did you mean {close[0]!r}?" if close else "")
 
 
 def _common(p: argparse.ArgumentParser, repo: bool = False, quiet: bool = False) -> None:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import task_yaml
-from tests.e2e.test_verdict_reasons import FIXED, delegate, files_repo  # noqa: F401  (the fixture)
+from tests.e2e.test_verdict_reasons import delegate
 
 pytestmark = pytest.mark.slow
 

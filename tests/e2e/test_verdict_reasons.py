@@ -18,17 +18,7 @@ import pytest
 
 from tests.conftest import ROOT, git, task_yaml, user_state
 
-FILES_WORKER = ROOT / "tests" / "workers" / "files.py"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
-
-
-@pytest.fixture
-def files_repo(repo: Path) -> Path:
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write(f'\n[profiles.files]\nadapter = "command"\nenv = ["BOSUN_TEST_FILES"]\n'
-                 f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FILES_WORKER))}]\n")
-    git(repo, "commit", "-qam", "files profile")
-    return repo
 
 
 def delegate(cli, repo: Path, tmp_path: Path, monkeypatch, edits: dict, *extra: str, **task: object):

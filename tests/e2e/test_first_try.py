@@ -380,4 +380,8 @@ def test_integrate_on_a_merged_run_says_so_and_a_removed_worktree_is_not_shown_a
 def test_doctor_says_what_the_remote_adapter_needs(repo):
     out = run_bosun("doctor", "--repo", str(repo))
     line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
+    assert "?" not in line and "not used" in line, line  # no profile uses it: nothing to set up
+    (repo / "bosun.toml").write_text('remote = "nats://127.0.0.1:9"\n' + (repo / "bosun.toml").read_text())
+    out = run_bosun("doctor", "--repo", str(repo))
+    line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
     assert "?" not in line and "not set up: " in line, line

@@ -40,12 +40,18 @@ def _checked_id(args: argparse.Namespace, store: Store | None = None) -> str:
     return str(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None) -> int:
+def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None, confirm: str = "") -> int:
+    """The run's result under --json; on a terminal the run as text, or for ``confirm`` (approve,
+    integrate, discard) a line of what was done and what is next."""
     from bosun.engine.results import run_result
 
     result = run_result(run)
     if args.json:
         emit_json(result)
+    elif confirm:
+        from bosun.cli.render import print_confirmation
+
+        print_confirmation(confirm, run)
     else:
         from bosun.cli.render import print_run
 
@@ -206,35 +212,13 @@ def cmd_approve(args: argparse.Namespace) -> int:
     # terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
     person = sys.stdin.isatty() and sys.stderr.isatty() and not args.json
     acknowledge, by = ("all", "script") if args.yes else ("all", "person") if person else (None, "person")
-    if acknowledge is not None and _print_review_reasons(ctx, run_id) and not args.yes and not _said_yes():
+    from bosun.cli.asking import print_review_reasons, said_yes
+
+    if acknowledge is not None and print_review_reasons(ctx, run_id) and not args.yes and not said_yes():
         sys.stderr.write(f"bosun: not approved: {run_id} still waits for your review (`bosun approve {run_id}` "
                          f"asks again; `bosun discard {run_id}` throws it away)\n")
         return EXIT_NEEDS_REVIEW
-    return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx)
-
-
-def _print_review_reasons(ctx: RunContext, run_id: str) -> bool:
-    """The reasons of a run that needs review, on stderr; False when it needs none."""
-    from bosun.engine import verdict
-
-    judged = verdict.of_run(ctx.store.require_run(run_id))
-    if not judged or judged["outcome"] != verdict.NEEDS_REVIEW:
-        return False
-    sys.stderr.write(f"bosun: {run_id} needs review; approving it acknowledges:\n")
-    for r in judged["reasons"]:
-        sys.stderr.write(f"  {r['code']}: {r['sentence']}\n")
-    return True
-
-
-def _said_yes() -> bool:
-    """A person's answer at the terminal: only "y" or "yes" is a yes (Enter, "n", end of input: no)."""
-    sys.stderr.write("approve it? (integrate lands it afterwards) [y/N] ")
-    sys.stderr.flush()
-    try:
-        answer = sys.stdin.readline()
-    except (OSError, UnicodeDecodeError):
-        answer = ""
-    return answer.strip().lower() in ("y", "yes")
+    return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx, "approve")
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
@@ -243,7 +227,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     ctx = _ctx()
     with _ticking(args):
         run = integrate(ctx, _checked_id(args, ctx.store), reverify=False if args.no_reverify else None)
-    return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
+    return _finish(args, report(ctx, run.id), ctx, "integrate")  # the record, then the worktree's cleanup
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -284,11 +268,36 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
+    """``bosun discard RUN [RUN ...]``: each run in turn; one that cannot be discarded is said and the
+    others still are (exit of the first failure)."""
+    from bosun.core.errors import BosunError
+    from bosun.engine.results import run_result
     from bosun.engine.teardown import discard
 
     ctx = _ctx()
-    _finish(args, discard(ctx, _checked_id(args, ctx.store)), ctx)
-    return EXIT_OK
+    if len(args.run_ids) == 1:
+        args.run_id = args.run_ids[0]
+        _finish(args, discard(ctx, _checked_id(args, ctx.store)), ctx, "discard")
+        return EXIT_OK
+    done: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for given in args.run_ids:
+        args.run_id = given
+        try:
+            run = discard(ctx, _checked_id(args, ctx.store))
+        except BosunError as err:
+            failed.append({"id": given, "error": err.to_dict(), "exit": err.exit_code})
+            if not args.json:
+                sys.stderr.write(f"bosun: error: {given}: {err.message}\n  hint: {err.hint}\n")
+            continue
+        done.append(dict(run_result(run)))
+        if not args.json:
+            from bosun.cli.render import print_confirmation
+
+            print_confirmation("discard", run)
+    if args.json:
+        emit_json({"runs": done, "count": len(done), "failed": [{k: f[k] for k in ("id", "error")} for f in failed]})
+    return failed[0]["exit"] if failed else EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:

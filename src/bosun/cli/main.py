@@ -256,8 +256,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     _run_id(p)
     _common(p)
 
-    p = add("discard", "cancel a run and remove its worktree and branch")
-    _run_id(p)
+    p = add("discard", "cancel runs and remove their worktrees and branches (each run's diff is kept)")
+    p.add_argument("run_ids", metavar="RUN", nargs="+", help="one run id or more (see `bosun list`)")
     _common(p)
 
     if wanted in ("*", None, "revert", "apply"):

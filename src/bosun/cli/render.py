@@ -132,6 +132,30 @@ def print_run(run: Run, store: Store | None = None) -> None:
     out(_next_step(r))
 
 
+def print_confirmation(verb: str, run: Run) -> None:
+    """What ``approve``, ``integrate`` and ``discard`` say on a terminal: what they did and what is
+    next, in a line or two; ``bosun show`` has every gate (``--json`` the whole result)."""
+    from bosun.core.paths import run_dir
+    from bosun.engine.verdict import of_run, one_line
+
+    rid = run.id
+    if verb == "approve":
+        ack = run.data.acknowledged
+        said = f"approved {rid} ({one_line(of_run(run))}" + (f"; you acknowledged {', '.join(ack['codes'])})" if ack
+                                                               else ")")
+        nxt = f"next: bosun integrate {rid} lands it on {run.source_branch}"
+    elif verb == "integrate":
+        how = " (re-verified on the merged result)" if run.data.reverified else ""
+        gone = "; its worktree and branch are removed" if run.state == "cleaned" else ""
+        said = f"landed {rid} on {run.source_branch} as commit {(run.merged_commit or '')[:12]}{how}{gone}"
+        nxt = f"`bosun show {rid}` has the record; `bosun revert {rid}` undoes it"
+    else:
+        patch = run_dir(rid) / "final.patch"
+        said = f"discarded {rid}" + (f"; its diff is kept in {patch}" if patch.is_file() else "")
+        nxt = ""
+    sys.stdout.write(said + "\n" + (nxt + "\n" if nxt else ""))
+
+
 def undo_lines(r: Mapping[str, Any], store: Store | None) -> list[str]:
     """What happened to the run's change after it landed: reverted (by which commit, or by which
     revert run), the run this one reverts, and the branches it was applied to."""

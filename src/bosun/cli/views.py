@@ -18,6 +18,7 @@ def print_doctor(report: dict[str, Any]) -> None:
         out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
     out(describe_sandbox(report["sandbox"]))
     out("adapters:\n")
+    used = {p["adapter"] for p in report["profiles"]}
     for a in report["adapters"]:
         if not a.get("available"):
             out(f"  {a['adapter']:<9} not available in this build\n")
@@ -30,7 +31,10 @@ def print_doctor(report: dict[str, Any]) -> None:
         elif a.get("min_version"):
             out(f"  {a['adapter']:<9} CLI not found (supported from {a['min_version']})\n")
             continue  # what a CLI that is not installed cannot enforce is noise
-        else:  # no CLI of its own to find (remote: a NATS pool): say what it needs instead
+        elif a["adapter"] not in used:  # no CLI of its own (remote: a NATS pool), and no profile needs it
+            out(f"  {a['adapter']:<9} not used: no profile uses it\n")
+            continue
+        else:  # no CLI of its own to find, and a profile uses it: say what it needs
             need = (a.get("problems") or ["not set up"])[0]
             out(f"  {a['adapter']:<9} not set up: {need}\n")
             continue

@@ -37,7 +37,7 @@ def describe(ev: dict[str, Any]) -> str:
     kind = ev["kind"]
     detail = ev.get("detail") or ""
     if kind == "task":
-        line = f"{when}  task {ev['task_id']} {ev.get('state') or ''}"
+        line = f"{when}  task {ev['task_id']}" + (f" {ev['state']}" if ev.get("state") else "")
         run_id = data.get("run_id")
         if run_id and run_id not in detail and ev.get("state") not in ("pending", "cancelled"):
             line += f" (run {run_id})"
@@ -45,7 +45,7 @@ def describe(ev: dict[str, Any]) -> str:
     if kind == "wave" and ev.get("state") == "started":
         return f"{when}  {detail}"  # "wave 2 of 3: tasks a, b from ...": the detail says it all
     if kind == "plan":
-        return f"{when}  plan {ev.get('state') or ''}" + (f": {detail}" if detail else "")
+        return f"{when}  plan" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
     line = f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
     output = data.get("output_tail") if ev.get("state") == "failed" else None
     if output:

@@ -70,9 +70,9 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
     worker_cost = float(data.cost_usd) if data.cost_usd is not None else cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
+    from bosun.engine.history import active_seconds
+
     transitions = ctx.store.transitions(run.id, notes=False)
-    started = transitions[0]["at"] if transitions else run.created_at
-    ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)
     returned = json.dumps(result, separators=(",", ":"))
     review = rr.read(run.id)
@@ -88,7 +88,8 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         "verdict": result["verdict"],
         "verdict_line": one_line(result["verdict"]),
         "profile": run.profile,
-        "duration_s": round(ended - started, 3),
+        # Working time (engine/history.active_seconds): not the time it waited for a person.
+        "duration_s": active_seconds(transitions),
         "worker": {
             "usage": usage.to_dict(),
             "cost_usd": worker_cost,

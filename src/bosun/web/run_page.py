@@ -16,7 +16,7 @@ from bosun.engine import review_record as rr
 from bosun.store.db import Store
 from bosun.store.run import Run, RunData
 from bosun.web.highlight import highlight_diff
-from bosun.web.html import duration, e, layout, money, pretty_json, stamp, state_badge
+from bosun.web.html import duration, e, layout, money, pretty_json, prose, stamp, state_badge
 from bosun.web.verdicts import approve_form, section
 
 EVENTS_SHOWN = 400
@@ -55,17 +55,23 @@ def run_body(store: Store, run: Run) -> str:
     )
     head += _landing_notice(run) + _undo_notice(store, data)
     if err:
-        head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {e(err.get("message"))}'
-                 + (f'<div class="muted">{e(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
+        head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {prose(err.get("message"))}'
+                 + (f'<div class="muted">{prose(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
+    gates = gates_doc.get("gates") or []
+    red = [g for g in gates if not g.get("ok") and not g.get("waived")]
+    # What a person reads first: the change and what verified it. Green gates are a count until opened;
+    # red ones are open, and the receipt (what it cost) is open too.
+    gates_title = (f"Gates ({len(red)} failed of {len(gates)})" if red else
+                   f"Gates ({len(gates)} green)" if gates else "Gates")
     sections = [
         head,
         _actions(run, verdict),
-        _section("Gates", _gates(gates_doc), open_=True),
         _section("Diff", _diff(rdir, run), open_=True),
         _section("Verification", _verification(rdir), open_=True),
+        _section(gates_title, _gates(gates_doc), open_=bool(red), slug="gates"),
         *([_section("Cross-review", cross_review(review), open_=True)] if review is not None else []),
+        _section("Receipt", _receipt(rdir, data), open_=True),
         _section("Timeline", _timeline(rid)),
-        _section("Receipt", _receipt(rdir, data)),
         _section("Contract", f"<pre>{pretty_json(task)}</pre>"),
         _section("Transitions", _transitions(store, rid)),
     ]
@@ -87,10 +93,10 @@ def _landing_notice(run: Run) -> str:
     refused = data.landing_refused if run.state == "approved" else None
     if refused:
         out += (f'<div class="error" data-landing-refused><b>landing refused</b> ({e(refused.get("code"))}): '
-                f'{e(refused.get("message"))}<div class="muted">{e(refused.get("hint"))}</div></div>')
+                f'{prose(refused.get("message"))}<div class="muted">{prose(refused.get("hint"))}</div></div>')
     for w in landing_warnings(run):
-        out += (f'<p class="warn" data-warning="{e(w["code"])}"><b>{e(w["code"])}</b>: {e(w["message"])}'
-                f'<br><span class="muted">{e(w["hint"])}</span></p>')
+        out += (f'<p class="warn" data-warning="{e(w["code"])}"><b>{e(w["code"])}</b>: {prose(w["message"])}'
+                f'<br><span class="muted">{prose(w["hint"])}</span></p>')
     return out
 
 
@@ -110,8 +116,8 @@ def _undo_notice(store: Store, data: RunData) -> str:
     return "".join(f'<p class="warn" data-undo>{n}</p>' for n in notes)
 
 
-def _section(title: str, body: str, open_: bool = False) -> str:
-    slug = title.lower()
+def _section(title: str, body: str, open_: bool = False, slug: str = "") -> str:
+    slug = slug or title.lower()
     return f'<details class="sec" id="sec-{slug}"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
 
 
@@ -132,12 +138,12 @@ def _gates(doc: dict[str, Any]) -> str:
     if not gates:
         return '<p class="muted">no gates checked yet</p>'
     rows = []
-    for g in gates:
+    for g in sorted(gates, key=lambda g: 2 if g.get("ok") else 1 if g.get("waived") else 0):  # red ones first
         mark = ('<span class="warn">waived</span>' if g.get("waived") else
                 '<span class="ok">ok</span>' if g.get("ok") else '<span class="bad">FAILED</span>')
         why = f'<div class="muted small">waived: {e(g.get("waiver_reason"))}</div>' if g.get("waived") else ""
         rows.append(f'<tr class="gate" data-gate="{e(g["code"])}"><td>{mark}</td><td><code>{e(g["code"])}</code></td>'
-                    f'<td>{e(g.get("detail", ""))}{why}</td></tr>')
+                    f'<td>{prose(g.get("detail", ""))}{why}</td></tr>')
     digest = doc.get("diff_sha256")
     return (f'<table class="gates"><tbody>{"".join(rows)}</tbody></table>'
             + (f'<p class="muted small">diff sha256 {e(digest)}</p>' if digest else ""))
@@ -266,7 +272,7 @@ def _receipt(rdir: Path, data: RunData) -> str:
         rows += [
             ("worker tokens", f'{u.get("input_tokens", 0)} in ({u.get("cached_input_tokens", 0)} cached), '
                               f'{u.get("output_tokens", 0)} out'),
-            ("worker cost", money(w.get("cost_usd"))),
+            ("worker cost", money(data.cost_usd if data.cost_usd is not None else w.get("cost_usd"))),
             *([("cross-review cost", f'{money(review.get("cost_usd"))} ({review.get("rounds")} round(s) by '
                                      f'{review.get("profile")}); worker side {money(metrics.get("worker_side_cost_usd"))}')]
               if isinstance(review := metrics.get("review"), dict) else []),

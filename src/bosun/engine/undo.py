@@ -189,7 +189,8 @@ def _revert_run_hint(new: Run) -> str | None:
         return None
     if codes(judged) == ["TEST_WEAKENED"]:
         return (f"the revert removes tests the reverted run added; if that is all, `bosun approve {new.id} "
-                "--waive TEST_WEAKENED --reason \"the revert removes the tests the run added\"` lands it")
+                "--waive TEST_WEAKENED --reason \"the revert removes the tests the run added\"` approves it, and "
+                f"`bosun integrate {new.id}` lands it")
     return f"`bosun show {new.id}` explains each refusal; fix the revert with `bosun work {new.id} --resume \"...\"`"
 
 

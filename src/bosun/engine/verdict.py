@@ -8,7 +8,7 @@ Every run that has been judged ends in exactly one of three outcomes:
   and one sentence: not verified (no verify commands), not proven, changed expected values or test
   data, ``tests: rewrite`` findings, a self-review's findings, waived gates, permitted locked paths.
   ``bosun approve`` (a person), ``approve --yes`` (a script, recorded) or MCP ``approve`` naming every
-  code in ``acknowledge`` (the parent, recorded) lands it.
+  code in ``acknowledge`` (the parent, recorded) approves it; ``integrate`` then lands it.
 - **refused**: something is wrong: a red gate, failed verification, a worker that failed, was blocked
   or was cancelled, records that disagree with the verified tree.
 

@@ -18,17 +18,7 @@ import pytest
 
 from tests.conftest import ROOT, git, task_yaml, user_state
 
-FILES_WORKER = ROOT / "tests" / "workers" / "files.py"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
-
-
-@pytest.fixture
-def files_repo(repo: Path) -> Path:
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write(f'\n[profiles.files]\nadapter = "command"\nenv = ["BOSUN_TEST_FILES"]\n'
-                 f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FILES_WORKER))}]\n")
-    git(repo, "commit", "-qam", "files profile")
-    return repo
 
 
 def delegate(cli, repo: Path, tmp_path: Path, monkeypatch, edits: dict, *extra: str, **task: object):
@@ -173,15 +163,15 @@ def test_a_renamed_subject_does_not_excuse_the_tests_that_still_fail(cli, files_
     assert code == 3 and "TESTS_REWRITTEN" in reasons(res), res["verdict"]
 
 
-def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
-    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
-    assert code == 7, res
+def _approve_on_a_terminal(run_id: str, cwd: Path, answer: bytes) -> tuple[int, bytes]:
+    """`bosun approve RUN` with a real terminal (a pty) as stdin and stderr, answering ``answer``."""
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "0"}
     try:
-        proc = subprocess.run([sys.executable, "-m", "bosun", "approve", res["id"]], stdin=follower, stderr=follower,
-                              stdout=subprocess.PIPE, env=env, timeout=120, cwd=files_repo)
+        proc = subprocess.Popen([sys.executable, "-m", "bosun", "approve", run_id], stdin=follower, stderr=follower,
+                                stdout=subprocess.PIPE, env=env, cwd=cwd)
         os.close(follower)
+        os.write(leader, answer)  # typed ahead: the terminal keeps it until bosun asks
         said = b""
         while True:
             try:
@@ -191,9 +181,33 @@ def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_re
             if not chunk:
                 break
             said += chunk
+        proc.communicate(timeout=120)
     finally:
         os.close(leader)
-    assert proc.returncode == 0, (proc.stdout, said)
+    return proc.returncode, said
+
+
+def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
+    assert code == 7, res
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"n\n")
+    assert code == 7, said  # a person's "no" is a no
+    assert b"NOT_PROVEN" in said and b"[y/N]" in said and b"not approved" in said
+    code, out = cli("show", res["id"], "--json")
+    assert out["state"] == "verified" and out["verdict"]["acknowledged"] is None
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"y\n")
+    assert code == 0, said
     assert b"NOT_PROVEN" in said and b"needs review" in said
     code, out = cli("show", res["id"], "--json")
     assert out["state"] == "approved" and out["verdict"]["acknowledged"]["by"] == "person"
+
+
+def test_the_proof_names_the_original_tests_when_the_change_edited_them(cli, files_repo, tmp_path, monkeypatch):
+    # Verification passed on the change's version of the tests; the proof is about the originals, put back.
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch,
+                         {"src/calc.py": SUB_CHANGED, "tests/test_calc.py": TEST_REWRITTEN}, tests="rewrite")
+    assert code == 7 and res["verification"]["passed"], res
+    proof = res["verification"]["proof"]
+    assert proof.startswith("the original tests (put back as they were before the change) failed before this change "
+                            "and still fail after it"), proof
+    assert "own version of the tests passes" in proof

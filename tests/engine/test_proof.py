@@ -54,7 +54,7 @@ def test_a_plain_command_is_proven_by_its_exit_code():
 def test_the_proof_is_taken_on_the_original_tests_when_they_were_held_out():
     held = {"commands": [cmd(1, failed=["t.py::a"])]}
     found = proof(verification([cmd(1, failed=["t.py::a"])], [cmd(passed=["t.py::a"])], heldout=held))
-    assert found["proven"] is False and found["proof"] == "the tests failed before this change and still fail after it"
+    assert found["proven"] is False and found["proof"] == "the original tests (put back as they were before the change) failed before this change and still fail after it (the change's own version of the tests passes)"
 
 
 OWN = [{"id": "t.py::test_new", "kind": "behaviour", "why": "", "source": "def test_new(): ...", "untrusted": True}]

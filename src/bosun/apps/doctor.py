@@ -49,15 +49,10 @@ def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
 
 
 def _probe(base_url: str) -> list[str]:
-    import httpx
+    from bosun.workers.endpoint import probe
 
-    try:
-        res = httpx.get(base_url.rstrip("/") + "/models", timeout=5.0)
-    except httpx.HTTPError as exc:
-        return [f"endpoint {base_url} unreachable: {exc}"]
-    if res.status_code >= 500:
-        return [f"endpoint {base_url} answered HTTP {res.status_code}"]
-    return []
+    problem = probe(base_url, timeout_s=5.0)
+    return [problem] if problem else []
 
 
 def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ def print_doctor(report: dict[str, Any]) -> None:
         out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
     out(describe_sandbox(report["sandbox"]))
     out("adapters:\n")
+    used = {p["adapter"] for p in report["profiles"]}
     for a in report["adapters"]:
         if not a.get("available"):
             out(f"  {a['adapter']:<9} not available in this build\n")
@@ -30,7 +31,10 @@ def print_doctor(report: dict[str, Any]) -> None:
         elif a.get("min_version"):
             out(f"  {a['adapter']:<9} CLI not found (supported from {a['min_version']})\n")
             continue  # what a CLI that is not installed cannot enforce is noise
-        else:  # no CLI of its own to find (remote: a NATS pool): say what it needs instead
+        elif a["adapter"] not in used:  # no CLI of its own (remote: a NATS pool), and no profile needs it
+            out(f"  {a['adapter']:<9} not used: no profile uses it\n")
+            continue
+        else:  # no CLI of its own to find, and a profile uses it: say what it needs
             need = (a.get("problems") or ["not set up"])[0]
             out(f"  {a['adapter']:<9} not set up: {need}\n")
             continue
@@ -155,6 +159,8 @@ def print_plan(r: dict[str, Any]) -> None:
         out(f"error: {r['error'].get('code')}: {r['error'].get('message')}\n")
         if r["error"].get("hint"):
             out(f"  hint: {r['error']['hint']}\n")
+        if r["error"].get("output"):
+            out(f"  output (the end):\n{indented_tail(r['error']['output'])}\n")
     if r["state"] == "running" and not r["driver_alive"]:
         out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
     elif r["state"] == "paused" and (r.get("error") or {}).get("code") == "NEEDS_REVIEW":
@@ -162,3 +168,8 @@ def print_plan(r: dict[str, Any]) -> None:
             f"`bosun plan continue {r['id']}`\n")
     elif r["state"] in NEXT_STEP:
         out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")
+
+
+def indented_tail(text: str, lines: int = 20) -> str:
+    """The last ``lines`` lines of a command's output, indented under the line that names it."""
+    return "\n".join("    " + ln for ln in text.rstrip("\n").splitlines()[-lines:])

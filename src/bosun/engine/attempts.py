@@ -371,7 +371,7 @@ def run_attempts(
         log.append(ev_message(f"{budget['dropped']} further output lines were not recorded "
                               f"(over {MESSAGE_BUDGET_BYTES // 1_000_000} MB of plain output)", role="system"))
     if not outcome.hint and not outcome.result.ok:
-        outcome.hint = _failure_hint(outcome.result, len(chain))
+        outcome.hint = _failure_hint(outcome.result, len(chain), profile)
     _clear_tmp(rdir / "tmp")
     return outcome
 
@@ -411,8 +411,12 @@ def _auth_hint(profile: Profile, missing: str | None) -> str:
     return f"log in to the {profile.adapter} CLI or configure its key (`bosun doctor --profile {profile.name}`)"
 
 
-def _failure_hint(result: WorkerResult, chain_len: int) -> str:
+def _failure_hint(result: WorkerResult, chain_len: int, profile: Profile) -> str:
+    from bosun.workers.endpoint import UNREACHABLE, unreachable_hint
+
     cls = result.error_class
+    if profile.base_url and UNREACHABLE.search(result.error_message or ""):
+        return unreachable_hint(profile.base_url)
     if cls == ErrorClass.timeout:
         return "raise timeout_s in the task or the profile, or make the task smaller"
     if cls in FALLBACK_CLASSES:

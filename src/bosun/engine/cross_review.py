@@ -86,14 +86,9 @@ def _timed(entry: dict[str, Any], started: float) -> dict[str, Any]:
 
 def priced(usage: Usage, settings: Settings, profile_name: str) -> float:
     """What a turn cost: as its CLI reported, else at the profile's prices."""
-    from bosun.engine.metrics import cost_usd
+    from bosun.engine.metrics import turn_cost
 
-    if usage.cost_usd is not None:
-        return round(float(usage.cost_usd), 6)
-    try:
-        return cost_usd(usage, settings.profile(profile_name).prices)
-    except BosunError:
-        return 0.0  # a profile gone from the config since the turn: its price is unknown, the tokens stay recorded
+    return turn_cost(usage, settings, profile_name)
 
 
 def add_round(run_id: str, doc: dict[str, Any], entry: dict[str, Any]) -> None:

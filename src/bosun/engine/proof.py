@@ -28,6 +28,8 @@ from bosun.core.quoting import quoted
 TASK_TESTS, OWN_TESTS = "task_tests", "own_tests"
 BEHAVIOUR, NEW_NAME = "behaviour", "new_name"  # bosun.gates.owntests's kinds
 MAX_LISTED = 200
+# What the proof names when the change edited tests and the originals were put back for it.
+ORIGINALS = "the original tests (put back as they were before the change)"
 
 Doc = Mapping[str, Any]
 
@@ -42,21 +44,25 @@ def proof(verification: Doc, rewrite: bool = False) -> dict[str, Any]:
     before: Sequence[Doc] = baseline["commands"]
     held = verification.get("heldout")
     after: Sequence[Doc] = (held if isinstance(held, Mapping) else verification).get("commands") or []
+    tests = ORIGINALS if isinstance(held, Mapping) else "the tests"  # the sentence says which tests it means
     flips = _flips(before, after)
     silent = _silent([*(verification.get("commands") or []), *after])
     if not any(not passed(c) for c in before):
         return _own_proof(verification, held, silent, rewrite) or _out(
-            False, "the tests already passed before this change: they do not prove it"
+            False, f"{tests} already passed before this change: they do not prove it"
             + (f"; and {silent}" if silent else ""), flips=flips)
     if not after or not all(passed(c) for c in after):
-        return _out(False, "the tests failed before this change and still fail after it", flips=flips)
+        still = f"{tests} failed before this change and still fail after it"
+        if tests == ORIGINALS and verification.get("passed"):
+            still += " (the change's own version of the tests passes)"
+        return _out(False, still, flips=flips)
     if silent:
-        return _out(False, f"the tests failed before this change, but after it {silent}", flips=flips)
+        return _out(False, f"{tests} failed before this change, but after it {silent}", flips=flips)
     unfixed = [u for b, a in zip(before, after, strict=False) if not passed(b) for u in _unfixed(b, a)]
     if unfixed:
-        return _out(False, "the tests failed before this change, but these did not pass after it: "
+        return _out(False, f"{tests} failed before this change, but these did not pass after it: "
                     + _listed(unfixed), flips=flips)
-    return _out(True, "the tests failed before this change and pass after it" + _by_exit_code(before, after),
+    return _out(True, f"{tests} failed before this change and pass after it" + _by_exit_code(before, after),
                 TASK_TESTS, flips)
 
 

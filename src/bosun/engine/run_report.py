@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
 from bosun.core.quoting import quoted
-from bosun.core.states import shown_state
+from bosun.core.states import shown_label
 from bosun.engine import record
 from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
@@ -66,12 +66,14 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         prices = settings.profile(run.profile).prices
     except Exception:  # noqa: BLE001 - a profile removed from config since the run: price unknown
         prices = None
-    worker_cost = cost_usd(usage, prices) if prices else 0.0
+    # Every turn the run took, each priced at its own profile's prices when it ran (a fallback's
+    # turns cost what that profile costs); a run recorded before that: its usage at its profile's.
+    worker_cost = float(data.cost_usd) if data.cost_usd is not None else cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
+    from bosun.engine.history import active_seconds
+
     transitions = ctx.store.transitions(run.id, notes=False)
-    started = transitions[0]["at"] if transitions else run.created_at
-    ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)
     returned = json.dumps(result, separators=(",", ":"))
     review = rr.read(run.id)
@@ -87,7 +89,8 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         "verdict": result["verdict"],
         "verdict_line": one_line(result["verdict"]),
         "profile": run.profile,
-        "duration_s": round(ended - started, 3),
+        # Working time (engine/history.active_seconds): not the time it waited for a person.
+        "duration_s": active_seconds(transitions),
         "worker": {
             "usage": usage.to_dict(),
             "cost_usd": worker_cost,
@@ -131,7 +134,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     lines = [f"# bosun run {run.id}: {run.title}", ""]
     lines.append(f"- verdict: **{metrics.get('verdict_line') or one_line(None)}**")
     lines += [f"  - {r['code']}: {r['sentence']}" for r in (metrics.get("verdict") or {}).get("reasons") or []]
-    lines.append(f"- state: **{shown_state(run.state, run.merged_commit)}**")
+    lines.append(f"- state: **{shown_label(run.state, run.merged_commit, run.data.to_dict())}**")
     lines.append(f"- profile: {run.profile} ({run.profile_reason or ''})")
     lines.append(f"- source: {run.source_branch} @ {run.base[:12]}; worktree branch {run.branch}")
     merged = run.merged_commit

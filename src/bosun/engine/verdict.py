@@ -11,7 +11,7 @@ Every run that has been judged ends in exactly one of three outcomes:
   or test data, ``tests: rewrite`` findings, a self-review's findings, waived gates, permitted locked
   paths.
   ``bosun approve`` (a person), ``approve --yes`` (a script, recorded) or MCP ``approve`` naming every
-  code in ``acknowledge`` (the parent, recorded) lands it.
+  code in ``acknowledge`` (the parent, recorded) approves it; ``integrate`` then lands it.
 - **refused**: something is wrong: a red gate, failed verification, a worker that failed, was blocked
   or was cancelled, records that disagree with the verified tree.
 
@@ -144,7 +144,7 @@ def review_reasons(task: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
         reasons += _proof_reasons(verification)
     for g in gates:
         for r in g.get("review") or []:
-            reasons.append({"code": str(r["code"]), "sentence": str(r["sentence"])})
+            _add_reason(reasons, str(r["code"]), str(r["sentence"]))
         if g.get("waived"):
             reasons.append({"code": WAIVED, "sentence": f"{g['code']} was waived: {g.get('waiver_reason') or ''}"
                             .rstrip(": ")})
@@ -164,6 +164,14 @@ def _proof_reasons(verification: Mapping[str, Any]) -> list[dict[str, str]]:
     if own and all(isinstance(t, dict) and t.get("kind") == "new_name" for t in own):
         return [{"code": OWN_TESTS_TRIVIAL, "sentence": f"not proven: {proof}; a person must read the change"}]
     return [{"code": NOT_PROVEN, "sentence": f"not proven: {proof}"}]
+def _add_reason(reasons: list[dict[str, str]], code: str, sentence: str) -> None:
+    """One reason per code: two gates that found the same thing (the original tests of a deleted
+    function left out, and those tests deleted with it: SUBJECT_REMOVED) say it in one entry."""
+    same = next((r for r in reasons if r["code"] == code), None)
+    if same is None:
+        reasons.append({"code": code, "sentence": sentence})
+    elif sentence not in same["sentence"]:
+        same["sentence"] += f"; also, {sentence}"
 
 
 def _waived(gates: Sequence[Mapping[str, Any]], code: str) -> bool:

@@ -123,7 +123,10 @@ def removed_names(changes: list[FileChange], base_text: Callable[[str], str | No
                   new_text: Callable[[str], str | None], tests: TestSet) -> dict[str, str]:
     """Functions and classes ``changes`` delete from non-test code: name -> the file they were in.
 
-    A name defined in one changed file and still defined in another (a move) is not removed.
+    A name defined in one changed file and still defined in another (a move) is not removed, nor one
+    the file still binds itself another way (``add = operator.add``, ``from .ops import add``): it still
+    exists. A name imported from another package instead (``from itertools import pairwise``) is the
+    other package's: the project's own is gone.
     """
     before: dict[str, str] = {}
     after: set[str] = set()
@@ -135,8 +138,36 @@ def removed_names(changes: list[FileChange], base_text: Callable[[str], str | No
         for name in _names(rx, base_text(old)):
             before.setdefault(name, old)
         if change.status[:1] != "D":
-            after |= _names(rx, new_text(change.path))
+            text = new_text(change.path)
+            after |= _names(rx, text) | (_bound_names(text, change.path) if is_python(change.path) else set())
     return {name: path for name, path in before.items() if name not in after}
+
+
+def _bound_names(text: str | None, path: str) -> set[str]:
+    """Names a Python module binds at its top level itself: assignments, definitions, imports from its
+    own package (also under a top-level ``if`` or ``try``). Empty when it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return set()
+    package = path.split("/")[-2] if "/" in path else ""
+    names: set[str] = set()
+    body = list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.If | ast.Try):
+            body += [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                     *(s for h in getattr(node, "handlers", []) for s in h.body)]
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == package):
+            names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return names
 
 
 def tests_added(inputs: GateInputs) -> dict[str, str]:

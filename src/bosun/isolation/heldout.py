@@ -157,6 +157,10 @@ def rewritten_gate(task: TaskContract, worker: dict[str, Any], heldout: dict[str
         return GateResult(TESTS_REWRITTEN, False, "the task says tests: keep, but the change edits existing "
                           "test files: " + ", ".join(kept[:5]))
     if heldout is None:
+        if not worker.get("passed"):
+            # The originals are put back only on a change whose verification passed (VERIFY_FAILED refuses).
+            return GateResult(TESTS_REWRITTEN, True, "not checked: the verify commands fail on the change itself, "
+                              "so the original tests were not put back")
         return GateResult(TESTS_REWRITTEN, True, "no existing test was changed")
     broken: list[str] = []
     base_cmds = (baseline or {}).get("commands") or []

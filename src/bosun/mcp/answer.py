@@ -156,7 +156,7 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
         "merged_commit": full.get("merged_commit"),
         "next": next_step(v, run.state),
     }
-    for key in ("review", "unenforced"):
+    for key in ("review", "unenforced", "warnings", "landing_refused"):
         if full.get(key) is not None:
             out[key] = full[key]
     if ver is not None and ver.get("own_tests"):

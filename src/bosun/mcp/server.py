@@ -118,8 +118,13 @@ def _text(obj: Any, error: bool = False) -> CallToolResult:
 
 
 def error_result(err: BosunError) -> CallToolResult:
-    # A refusal about review carries the verdict, so the parent can read the reasons to its person.
-    return _text({"error": err.to_dict(), **(getattr(err, "details", None) or {})}, error=True)
+    # A refusal about review carries the verdict, so the parent can read the reasons to its person;
+    # several problems (a task's fields, a pre-flight) come each with its hint, as the CLI's --json has them.
+    out: dict[str, Any] = {"error": err.to_dict(), **(getattr(err, "details", None) or {})}
+    problems = getattr(err, "problems", None)
+    if problems is not None:
+        out["problems"] = [p.to_dict() for p in problems]
+    return _text(out, error=True)
 
 
 class BosunMCP(MCPServer):

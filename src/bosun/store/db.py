@@ -76,6 +76,23 @@ class Store:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return Run.from_row(dict(row)) if row else None
 
+    def resolve_run_id(self, given: str) -> str:
+        """The run id ``given`` names: itself, or the one run whose id starts with it (a unique prefix,
+        as git takes a short sha). A prefix several runs share is refused with them listed; one no run
+        has is returned as given (``require_run`` says it is unknown)."""
+        if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (given,)).fetchone():
+            return given
+        # Run ids are lower-case letters, digits and dashes, all below "{": the range is the prefix.
+        rows = self.db.execute("SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 6",
+                               (given, given + "{")).fetchall()
+        if len(rows) == 1:
+            return str(rows[0]["id"])
+        if rows:
+            shown = ", ".join(r["id"] for r in rows[:5]) + (" ..." if len(rows) > 5 else "")
+            raise BadInput(f"run id {given!r} is the start of several runs' ids: {shown}",
+                           "give more of the id (`bosun list` shows them)", code="AMBIGUOUS_RUN")
+        return given
+
     def require_run(self, run_id: str) -> Run:
         run = self.get_run(run_id)
         if run is None:

@@ -173,7 +173,7 @@ class PlanStore:
                 "SELECT * FROM plan_tasks WHERE plan_id = ? AND task_id = ?", (plan_id, task_id)
             ).fetchone()
             if row is None:
-                raise NotFound(f"plan {plan_id} has no task {task_id!r}", "")
+                raise NotFound(f"plan {plan_id} has no task {task_id!r}", f"`bosun plan status {plan_id}` lists its tasks")
             current = _task_dict(row)
             if data:
                 merged = dict(current["data"])

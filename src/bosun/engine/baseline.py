@@ -57,7 +57,7 @@ def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[
     repo = Path(run.repo)
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = (run.data.holdout or {}).get("full_start") or run.start_commit
-    from bosun.isolation.run_env import before_verify, environment_identity, with_run_env
+    from bosun.isolation.run_env import before_verify, environment_identity, environment_reads, with_run_env
     from bosun.isolation.workspace import borrow_checkout, return_checkout
 
     key = cache_key(tree_of(repo, start), task)
@@ -71,7 +71,7 @@ def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[
 
     def confine_to(wt: Path, home: Path) -> Any:
         before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
-        return verify_confinement(repo, wt, home)
+        return verify_confinement(repo, wt, home, environment_reads(run))  # what set-up linked stays readable
 
     commands = list(with_run_env(task, run).verify)
     slot = borrow_checkout(run, start)

@@ -111,7 +111,7 @@ def fresh_verify_home(run_id: str) -> Path:
 def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str, Any]:
     """The task's verify commands in ``workdir`` with the run's set-up put back, a fresh HOME and the
     kernel confinement verification runs under."""
-    from bosun.isolation.run_env import before_verify, with_run_env
+    from bosun.isolation.run_env import before_verify, environment_reads, with_run_env
     from bosun.isolation.verify_commands import run_verification, verify_confinement
 
     before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
@@ -119,7 +119,8 @@ def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str
 
     home = fresh_verify_home(run.id)
     try:
-        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
+        confine = verify_confinement(Path(run.repo), workdir, home, environment_reads(run))
+        return run_verification(task, workdir, home, confine=confine)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

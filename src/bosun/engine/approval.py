@@ -185,7 +185,7 @@ BY_PERSON, BY_SCRIPT, BY_PARENT = "person", "script", "parent"
 ALL = "all"  # acknowledge every reason: a person who read them, or a script's --yes
 
 # Refusals that mean bosun has no faithful change to judge: no waiver makes one.
-UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
+UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED", "USER_FILES_TAMPERED"})
 
 
 def forget_acknowledgment(store: Store, run_id: str) -> None:

@@ -57,6 +57,7 @@ class Outcome:
     hint: str = ""
     attempts: list[dict[str, Any]] = field(default_factory=list)
     git_tampered: dict[str, Any] | None = None  # what the worker's turns changed in the user's git dir
+    files_tampered: dict[str, Any] | None = None  # the modes, owners or flags of the user's files they changed
 
 
 def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> list[Profile]:
@@ -208,6 +209,7 @@ def run_attempts(
     total = Usage()
     outcome: Outcome | None = None
     tampered: dict[str, Any] | None = None
+    files_tampered: dict[str, Any] | None = None
     task_file = rdir / record.TASK
     for index, profile in enumerate(chain):
         home, tmp = rdir / "home" / profile.name, rdir / "tmp"
@@ -260,6 +262,9 @@ def run_attempts(
             if turn.git_tampered:
                 log.append(ev_message(tampering_message(turn.git_tampered), role="system"))
                 tampered = merged_tampering(tampered, turn.git_tampered)
+            if turn.files_tampered:
+                log.append(ev_message(tampering_message(turn.files_tampered, "the modes of your files"), role="system"))
+                files_tampered = merged_tampering(files_tampered, turn.files_tampered)
             result = meter.settle(turn.result, run)
             _redact_result(result)
             current = store.get_run(run_id)
@@ -275,7 +280,8 @@ def run_attempts(
             {"usage": result.usage.to_dict(), "session_id": result.session_id, "unenforced": result.unenforced},
         )
         locks.forget_worker(store, run_id)
-        outcome = Outcome(result=result, profile=profile.name, usage=total, git_tampered=tampered)
+        outcome = Outcome(result=result, profile=profile.name, usage=total, git_tampered=tampered,
+                          files_tampered=files_tampered)
         if result.error_class == ErrorClass.auth:
             outcome.blocked = True
             outcome.hint = _auth_hint(profile, missing)

@@ -45,6 +45,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "worker": ("engine.phases",),
     "usage": ("engine.phases",),
     "user_git_tampered": ("engine.worker_guard",),
+    "user_files_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
     "verification_passed": ("engine.phases",),

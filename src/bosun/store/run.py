@@ -55,6 +55,7 @@ class RunData:
     worker: dict[str, Any] | None
     usage: dict[str, Any] | None
     user_git_tampered: dict[str, Any] | None
+    user_files_tampered: dict[str, Any] | None  # modes, owners or flags of the user's files a worker changed
     cancel_requested: bool | None
     verification_passed: bool | None
     gates_ok: bool | None

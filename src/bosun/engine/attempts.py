@@ -205,6 +205,7 @@ def run_attempts(
         failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
         return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
     worker_git = _worker_git(run, rdir) if sandbox.confined and holdout and sandbox.support.namespaces else None
+    run_ports = confinement.run_ports(run)
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
@@ -216,7 +217,10 @@ def run_attempts(
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
-        enforced = confinement.attempt_report(sandbox, settings, profile, holdout)
+        limited = sandbox.confined and settings.network == "provider-only"
+        own_port = confinement.free_port() if limited else None
+        ports = confinement.provider_ports(profile, settings, (*run_ports, own_port or 0)) if limited else None
+        enforced = confinement.attempt_report(sandbox, settings, profile, holdout, ports)
         if not one_off:  # a review turn's confinement is in its events; the run's record is its worker's
             store.merge_data(run_id, sandbox={**enforced, "verify": confinement.verify_report(settings, sandbox.support)})
         emit(ev_sandbox(enforced))
@@ -253,10 +257,10 @@ def run_attempts(
                 on_start=_on_start(store, run_id, on_worker_start),
                 confine=confinement.worker_confinement(
                     run, settings, home, tmp, read_only=kernel_read_only(task), private_reads=private_reads,
-                    connect_ports=confinement.provider_ports(profile, settings) if settings.network == "provider-only"
-                    else None, own_reads=(rdir / "guard", task_file), worker_git=worker_git, holdout=holdout,
+                    connect_ports=ports, own_reads=(rdir / "guard", task_file), worker_git=worker_git, holdout=holdout,
                     caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
                 if sandbox.confined else None,
+                own_port=own_port,
             )
             turn = run_turn(worker, wctx, Path(run.repo), watch_git=not one_off)
             if turn.git_tampered:

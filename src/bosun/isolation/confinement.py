@@ -71,15 +71,15 @@ def plan(settings: Settings, *, private_reads: bool) -> Plan:
     return Plan(True, support, report)
 
 
-def attempt_report(base: Plan, settings: Settings, profile: Profile, holdout: bool) -> dict[str, Any]:
-    """The run's ``sandbox`` record for one attempt's worker."""
+def attempt_report(base: Plan, settings: Settings, profile: Profile, holdout: bool,
+                   ports: tuple[int, ...] | None) -> dict[str, Any]:
+    """The run's ``sandbox`` record for one attempt's worker (``ports``: what it may connect to)."""
     report = dict(base.report)
     if not base.confined:
         return report
     if profile.adapter == "native":
         return {**report, "mechanism": "in-process",
                 "reason": "the native worker starts no processes; its file tools confine every path to the worktree"}
-    ports = provider_ports(profile, settings) if settings.network == "provider-only" else None
     found = held(base.support, reads=report["reads"], network=settings.network, ports=ports)
     if holdout:
         found["reads"] += ("; its git holds the start tree alone (no history)" if base.support.namespaces
@@ -87,14 +87,33 @@ def attempt_report(base: Plan, settings: Settings, profile: Profile, holdout: bo
     return {**report, "network": found["network"], "held": found}
 
 
-def provider_ports(profile: Profile, settings: Settings) -> tuple[int, ...]:
+def provider_ports(profile: Profile, settings: Settings, own: tuple[int, ...] = ()) -> tuple[int, ...]:
     """The TCP ports a worker of ``profile`` may connect to under ``network = "provider-only"``: its
     provider's (``base_url``'s, or 443 for a CLI's default hosted provider), the user's proxy's (a
-    CLI behind a proxy connects only to it) and ``network_ports``."""
+    CLI behind a proxy connects only to it), ``network_ports``, and ``own``: the run's port block and
+    the port its CLI may serve itself on (``free_port``)."""
     ports = [_port(profile.base_url) if profile.base_url else 443]
     ports += [_port(os.environ.get(var, "")) for var in PROXY_VARS]
-    ports += settings.network_ports
+    ports += [*settings.network_ports, *own]
     return tuple(dict.fromkeys(p for p in ports if p))
+
+
+def free_port() -> int:
+    """A TCP port nothing on this machine listens on right now: one a CLI may serve itself on and
+    connect to (OpenCode's and Kilo's loopback server), where a random one would be refused."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_ports(run: Run) -> tuple[int, ...]:
+    """The run's own port block (``[worktree] ports``): its dev servers and tests listen there."""
+    from bosun.isolation.ports import block_of
+
+    block = block_of(run.data.ports)
+    return tuple(range(block.first, block.last + 1)) if block else ()
 
 
 def _port(url: str) -> int | None:

@@ -102,6 +102,10 @@ def sandbox_report(settings: Settings | None) -> dict[str, Any]:
     found = held(support, reads=settings.sandbox_reads if settings else "worktree",
                  network=settings.network if settings else "provider-only")
     report: dict[str, Any] = {**support.to_dict(), "setting": setting, "held": found}
+    if settings is not None:
+        from bosun.isolation.confinement import verify_report
+
+        report["verify"] = verify_report(settings, support)
     report["enforced"] = support.mechanism != "none" and setting != "off"
     report["missing"] = missing(found) if setting != "off" else []
     report["ok"] = not (setting == "required" and report["missing"])

@@ -58,6 +58,8 @@ def describe_sandbox(sb: dict[str, Any]) -> str:
         return f"sandbox ({sb['setting']}): off by setting (this machine could enforce {mechanism})\n"
     lines = [f"sandbox ({sb['setting'] or 'auto'}): {mechanism}"]
     lines += [f"  {name.replace('_', ' ')}: {text}" for name, text in sb.get("held", {}).items()]
+    if sb.get("verify", {}).get("network"):
+        lines.append(f"  verify commands' network: {sb['verify']['network']}")
     if not sb["ok"]:
         lines.append("  problem: sandbox = \"required\" and this machine cannot enforce " + "; ".join(sb["missing"]))
     return "\n".join(lines) + "\n"

@@ -217,8 +217,11 @@ def run_attempts(
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
+        worker = get_worker(profile.adapter)
         limited = sandbox.confined and settings.network == "provider-only"
-        own_port = confinement.free_port() if limited else None
+        # A CLI that serves itself on loopback gets a port the sandbox lets it reach (workers/opencode_kit.py).
+        own_port = confinement.free_port() if limited and getattr(worker, "serves_on_loopback",
+                                                                  lambda _p: False)(profile) else None
         ports = confinement.provider_ports(profile, settings, (*run_ports, own_port or 0)) if limited else None
         enforced = confinement.attempt_report(sandbox, settings, profile, holdout, ports)
         if not one_off:  # a review turn's confinement is in its events; the run's record is its worker's
@@ -233,7 +236,6 @@ def run_attempts(
             )
             emit(ev_error(result.error_message or "", ErrorClass.auth))
         else:
-            worker = get_worker(profile.adapter)
             profile = with_effort(profile, emit)
             wctx = WorkerContext(
                 run_id=run_id,

@@ -98,6 +98,10 @@ class AcpWorker(CliWorker):
     name = "acp"
     spec = SPEC
 
+    def serves_on_loopback(self, profile: Profile) -> bool:
+        """Whether its runs need a port of their own (``WorkerContext.own_port``)."""
+        return agent_name(profile) in SERVES_ITSELF
+
     def build_argv(self, ctx: WorkerContext, binary: str) -> list[str]:
         argv = [binary, *ctx.profile.command[1:]]
         if ctx.own_port and agent_name(ctx.profile) in SERVES_ITSELF and "--port" not in argv:

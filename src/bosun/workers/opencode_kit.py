@@ -327,6 +327,10 @@ class OpenCodeFamilyWorker(CliWorker):
     def extra_env(self) -> dict[str, str]:
         return {}
 
+    def serves_on_loopback(self, profile: Profile) -> bool:
+        """Whether its runs need a port of their own (``WorkerContext.own_port``)."""
+        return self.serves_itself
+
     def build_argv(self, ctx: WorkerContext, binary: str) -> list[str]:
         prof = ctx.profile
         argv = [binary, "run", "--format", "json", "--pure", "--agent", AGENT_NAME]

@@ -41,9 +41,10 @@ from bosun.sandbox.policy import Confinement, Support
 
 __all__ = ["PROBE_ENV", "Confinement", "Prepared", "SandboxFailed", "Support", "prepare", "probe", "spawn"]
 
-# Tests set this to "none" to simulate a kernel without Landlock: the `required` refusal path runs
-# in a real `bosun` subprocess there, which a monkeypatch cannot reach. It can only take protection
-# away, never claim more than the kernel has.
+# Tests set this to "none" to simulate a kernel without Landlock, or to "landlock" to simulate a
+# machine without user namespaces or bwrap: the `required` refusal path runs in a real `bosun`
+# subprocess there, which a monkeypatch cannot reach. It can only take protection away, never claim
+# more than the machine has.
 PROBE_ENV = "BOSUN_SANDBOX_PROBE"
 
 # Devices every program expects to open for writing. /dev/ptmx and /dev/pts serve CLIs that run
@@ -60,7 +61,7 @@ class SandboxFailed(BosunError):
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message, hint or "set sandbox = \"off\" (or \"auto\") in bosun.toml to run "
                          "workers without a kernel sandbox, or run bosun on Linux 5.13+ with Landlock "
-                         "enabled (`bosun doctor` shows what this machine enforces)")
+                         "enabled and bubblewrap installed (`bosun doctor` shows what this machine enforces)")
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,6 @@ from bosun import proc
 from bosun.sandbox import PROBE_ENV, Confinement, SandboxFailed, prepare, probe
 
 needs_landlock = pytest.mark.skipif(probe().landlock_abi == 0, reason="this kernel has no Landlock")
-needs_namespaces = pytest.mark.skipif(probe().mechanism != "namespaces", reason="no user namespaces or no bwrap here")
 
 
 def use(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,7 +39,9 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @needs_landlock
-def test_writes_only_where_allowed_reads_everywhere(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_writes_only_where_allowed_reads_everywhere(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, outside = dirs
     res = run(
         f"echo a > {inside}/a && mkdir {inside}/d && echo b > {inside}/d/b && echo ok-inside; "
@@ -59,7 +60,9 @@ def test_writes_only_where_allowed_reads_everywhere(dirs):
 
 
 @needs_landlock
-def test_no_device_nodes_even_in_a_writable_directory(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_no_device_nodes_even_in_a_writable_directory(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, _ = dirs
     res = run(f"mknod {inside}/mem c 1 1 || echo refused", inside, Confinement(writable=(inside,)))
     assert "refused" in res.stdout.text()
@@ -90,7 +93,9 @@ def test_deny_read_hides_contents_but_not_the_rest(dirs, mechanism, monkeypatch)
 
 @needs_landlock
 @pytest.mark.skipif(probe().landlock_abi < 4, reason="TCP rules need Landlock ABI 4")
-def test_connect_only_to_allowed_ports(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_connect_only_to_allowed_ports(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, _ = dirs
     servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
     allowed, other = (s.getsockname()[1] for s in servers)

@@ -9,8 +9,9 @@ Three entry points:
   into bounded head+tail buffers (the child never blocks on a full pipe), an optional per-line
   callback, a wall timeout and an idle timeout that kill the whole group, and a short grace for
   children that keep stdout open after the main process exits. With ``confine`` the child is put
-  under a Landlock ruleset between fork and exec (inherited by everything it starts), and when the
-  step ends every process it left behind is stopped and killed (``bosun.sandbox.reaper``).
+  in the kernel sandbox (``bosun.sandbox``: its own namespaces through bwrap, or a Landlock ruleset,
+  inherited by everything it starts), and when the step ends every process it left behind is gone:
+  by the end of its PID namespace, or stopped and killed by the subreaper (``bosun.sandbox.reaper``).
 """
 
 from __future__ import annotations
@@ -189,24 +190,40 @@ def run_supervised(
 
     ``on_start`` receives the child's pid (== its process group id) so callers can record it.
     ``should_stop`` is polled; when it returns True the group is terminated (cancellation).
-    ``confine`` applies a Landlock ruleset to the child (and so to all its descendants); the caller
-    checks ``bosun.sandbox.probe()`` first. Whatever the step started is killed when it ends.
+    ``confine`` starts the child in the kernel sandbox (namespaces through bwrap, or a Landlock
+    ruleset; inherited by all its descendants); the caller checks ``bosun.sandbox.probe()`` first.
+    Whatever the step started is killed when it ends (by the end of its PID namespace, or by the
+    subreaper's sweep).
     Raises ``FileNotFoundError`` when the program does not exist and ``SandboxFailed`` when the
     kernel refused the confinement (the program never ran).
     """
     from bosun.sandbox import SandboxFailed, prepare, reaper, spawn
+    from bosun.sandbox.bubblewrap import find_program
 
     started = time.monotonic()
-    containment = reaper.enable()
     try:
         prepared = prepare(confine) if confine is not None else None
     except OSError as exc:
         raise SandboxFailed(f"the kernel refused the sandbox for {argv[0]}: {exc}") from None
-    pending = reaper.begin() if containment else None
+    command = list(argv)
+    namespaced = prepared is not None and prepared.contained
+    if prepared is not None and namespaced:
+        # The program is looked up here so a missing one fails as it does unconfined, not as bwrap's
+        # exit code.
+        try:
+            find_program(argv[0], cwd, env)
+        except OSError:
+            prepared.close()
+            raise
+        command = prepared.command(argv, Path(cwd))
+    containment = reaper.enable()
+    # Inside its own PID namespace whatever the child starts dies with it: the step is only registered
+    # (so no other step's end takes its bwrap for an orphan), never swept.
+    pending = (reaper.Step(0, set(), namespaced=True) if namespaced else reaper.begin()) if containment else None
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            list(argv),
+            command,
             cwd=str(cwd),
             env=dict(env),
             stdin=subprocess.PIPE if stdin_data is not None or stdin_pipe else subprocess.DEVNULL,
@@ -225,10 +242,10 @@ def run_supervised(
         spawned_at = time.time()
         pgid = proc.pid
         step = reaper.register(pending, pgid) if pending is not None else None
-    if stdin_pipe is not None:
-        assert proc.stdin is not None
-        stdin_pipe(proc.stdin)
     try:
+        if stdin_pipe is not None:
+            assert proc.stdin is not None
+            stdin_pipe(proc.stdin)
         return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
                           on_start, should_stop, stdout_grace_s, step, spawned_at)
     except BaseException:
@@ -236,6 +253,9 @@ def run_supervised(
             terminate_group(pgid, grace=0.2)
             reaper.contain(step)
         raise
+    finally:
+        if prepared is not None:
+            prepared.release()
 
 
 def _supervise(

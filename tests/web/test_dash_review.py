@@ -20,7 +20,8 @@ from tests.web.support import delegated
 
 
 def client() -> TestClient:
-    return TestClient(create_app("t0ken-for-tests", 8765, None), base_url="http://127.0.0.1:8765")
+    return TestClient(create_app("t0ken-for-tests", 8765, None), base_url="http://127.0.0.1:8765",
+                      headers={"x-bosun-token": "t0ken-for-tests"})
 
 
 shared, runs = reviewed_runs_fixtures("dash-review")

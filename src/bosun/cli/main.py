@@ -292,7 +292,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50)
     _common(p)
 
-    p = add("doctor", "check worker CLIs, profiles and config; say what is missing")
+    p = add("doctor", "check worker CLIs, profiles and config, and what the sandbox holds here; say what is missing")
     p.add_argument("--profile", help="check only this profile")
     p.add_argument("--probe", action="store_true", help="also check that each endpoint answers")
     _common(p, repo=True)

@@ -55,17 +55,18 @@ def print_doctor(report: dict[str, Any]) -> None:
 
 
 def describe_sandbox(sb: dict[str, Any]) -> str:
-    if sb["mechanism"] == "none":
-        what = "NOT enforced: the kernel has no Landlock, workers can write wherever your user can"
-    elif not sb["enforced"]:
-        what = f"off by setting (this kernel could enforce Landlock ABI {sb['abi']})"
-    else:
-        what = (f"Landlock ABI {sb['abi']}: workers write only in their worktree, HOME and TMPDIR; "
-                f"network rules: {'available' if sb['network'] != 'not enforced' else 'not enforced'}")
-    containment = ("every process a worker starts is killed when its step ends (child subreaper)"
-                   if sb["containment"] == "subreaper" else "not enforced")
-    need = "" if sb["ok"] else "\n  problem: sandbox = \"required\" and this kernel cannot enforce it"
-    return f"sandbox ({sb['setting'] or 'auto'}): {what}\nprocess containment: {containment}{need}\n"
+    mechanism = {"namespaces": f"bubblewrap namespaces + Landlock ABI {sb['abi']}",
+                 "landlock": f"Landlock ABI {sb['abi']} alone (no user namespaces or no bwrap)",
+                 "none": "none: the kernel has no Landlock and bwrap cannot run here"}[sb["mechanism"]]
+    if sb["mechanism"] != "none" and not sb["enforced"]:
+        return f"sandbox ({sb['setting']}): off by setting (this machine could enforce {mechanism})\n"
+    lines = [f"sandbox ({sb['setting'] or 'auto'}): {mechanism}"]
+    lines += [f"  {name.replace('_', ' ')}: {text}" for name, text in sb.get("held", {}).items()]
+    if sb.get("verify", {}).get("network"):
+        lines.append(f"  verify commands' network: {sb['verify']['network']}")
+    if not sb["ok"]:
+        lines.append("  problem: sandbox = \"required\" and this machine cannot enforce " + "; ".join(sb["missing"]))
+    return "\n".join(lines) + "\n"
 
 
 def print_workers(rows: list[dict[str, Any]]) -> None:

@@ -187,7 +187,7 @@ BY_PERSON, BY_SCRIPT, BY_PARENT = "person", "script", "parent"
 ALL = "all"  # acknowledge every reason: a person who read them, or a script's --yes
 
 # Refusals that mean bosun has no faithful change to judge: no waiver makes one.
-UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
+UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED", "USER_FILES_TAMPERED"})
 # Only a green change lands: a failed verification is never waived either.
 VERIFY_FAILED = "VERIFY_FAILED"
 

@@ -84,16 +84,21 @@ def system_event(run_id: str, text: str) -> None:
 
 
 def tamper_gates(run: Run) -> list[GateResult]:
-    """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir."""
-    found = run.data.user_git_tampered
-    if not found:
-        return []
-    detail = "the worker changed the repository's git dir (" + ", ".join(quoted(p) for p in found["changed"][:5]) + ")"
-    if found.get("restored"):
-        detail += "; bosun restored " + ", ".join(quoted(p) for p in found["restored"][:5])
-    if found.get("failed"):
-        detail += "; NOT restored: " + ", ".join(quoted(p) for p in found["failed"][:5])
-    return [GateResult("USER_GIT_TAMPERED", False, detail)]
+    """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir, and
+    USER_FILES_TAMPERED from the modes, owners or flags of the user's files it changed."""
+    gates = []
+    for code, found, what in (("USER_GIT_TAMPERED", run.data.user_git_tampered, "the repository's git dir"),
+                              ("USER_FILES_TAMPERED", run.data.user_files_tampered,
+                               "the modes, owners or flags of your files")):
+        if not found:
+            continue
+        detail = f"the worker changed {what} (" + ", ".join(quoted(p) for p in found["changed"][:5]) + ")"
+        if found.get("restored"):
+            detail += "; bosun restored " + ", ".join(quoted(p) for p in found["restored"][:5])
+        if found.get("failed"):
+            detail += "; NOT restored: " + ", ".join(quoted(p) for p in found["failed"][:5])
+        gates.append(GateResult(code, False, detail))
+    return gates
 
 
 def self_review(ctx: RunContext, run: Run, task: TaskContract, checked: Checked) -> list[GateResult]:

@@ -50,9 +50,11 @@ GATES: tuple[tuple[str, Gate], ...] = (
 GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
 
 # Refusals the engine files as gates itself, outside this runner: bosun could not compute a faithful
-# change (isolation.change), the user's git dir changed during the run (isolation.gitwatch), or a
-# read-only review turn edited files. Listed here so they are documented like every other gate.
+# change (isolation.change), the user's git dir or the modes of the user's files changed during the
+# run (isolation.gitwatch, isolation.modewatch), or a read-only review turn edited files. Listed here
+# so they are documented like every other gate.
 ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED",
+                                      "USER_FILES_TAMPERED",
                                       "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE",
                                       # engine/approval.py: a read-only run that wrote, an answer's
                                       # unbacked citations, an escalated self-review

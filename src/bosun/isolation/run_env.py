@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bosun.isolation.change import View
     from bosun.store.run import Run
 
+
 def view_of(run: Run) -> View:
     """The run's view; made on first use for runs prepared before views existed (no seed index)."""
     from bosun.isolation.change import create_view, view_for
@@ -33,12 +34,16 @@ def view_of(run: Run) -> View:
         if view.git_dir.is_dir():
             return view
     return create_view(rdir, Path(run.worktree), Path(run.repo), run.start_commit, seed=False)
+
+
 def run_env(run: Run) -> dict[str, str]:
     """What the worker and the verify commands get from set-up: ``BOSUN_PORT`` and ``BOSUN_PORT_RANGE``."""
     from bosun.isolation.ports import block_of
 
     block = block_of(run.data.ports)
     return block.env() if block else {}
+
+
 def with_run_env(task: TaskContract, run: Run) -> TaskContract:
     """The task with the run's ports added to every verify command's environment."""
     extra = run_env(run)
@@ -46,6 +51,8 @@ def with_run_env(task: TaskContract, run: Run) -> TaskContract:
         return task
     verify = [c.model_copy(update={"env": {**extra, **c.env}}) for c in task.verify]
     return task.model_copy(update={"verify": verify})
+
+
 def environment_identity(run: Run) -> str | None:
     """What the run's set-up is, for caches of results that depend on it (the baseline): the set-up
     key, the paths and the fingerprint of their content. None without set-up. Ports are left out."""
@@ -53,15 +60,21 @@ def environment_identity(run: Run) -> str | None:
     if env is None:
         return None
     return f"{env.setup_key}\0{sorted(env.links)}\0{env.copies}\0{env.fingerprint}"
+
+
 def environment_reads(run: Run) -> tuple[Path, ...]:
     """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
     env = su.read_manifest(paths.run_dir(run.id))
     return tuple(Path(t) for t in env.links.values()) if env else ()
+
+
 def before_verify(run: Run, workdir: Path) -> None:
     """The environment put back into ``workdir`` as set-up left it (the worker may have replaced it)."""
     env = su.read_manifest(paths.run_dir(run.id))
     if env is not None:
         su.restore(env, workdir)
+
+
 def environment_gates(run: Run) -> list[GateResult]:
     """``ENVIRONMENT_CHANGED`` when anything set-up put in place changed since (a write through a link,
     possible only without the sandbox): the verify commands would not run in the set-up the run had."""
@@ -90,6 +103,7 @@ def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str
 
     home = fresh_verify_home(run.id)
     try:
-        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
+        confine = verify_confinement(Path(run.repo), workdir, home, environment_reads(run))
+        return run_verification(task, workdir, home, confine=confine)
     finally:
         shutil.rmtree(home, ignore_errors=True)

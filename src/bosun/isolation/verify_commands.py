@@ -264,13 +264,8 @@ def verify_checkout(
     return result
 
 
-def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
-    """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
-    being verified and the verification's own HOME. None when the sandbox is off or unavailable
-    (``required`` already refused the run before its worker started)."""
-    from bosun.core.config import load_settings
-    from bosun.sandbox import Confinement, probe
+def verify_confinement(repo: Path, workdir: Path, home: Path, reads: tuple[Path, ...] = ()) -> Any:
+    """The kernel sandbox for verify commands (they run the worker's code): ``isolation/confinement.py``."""
+    from bosun.isolation.confinement import verify_confinement as confinement
 
-    if load_settings(repo).sandbox == "off" or probe().mechanism == "none":
-        return None
-    return Confinement(writable=(workdir, home))
+    return confinement(repo, workdir, home, reads)

@@ -46,6 +46,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "usage": ("engine.phases",),
     "cost_usd": ("engine.phases",),
     "user_git_tampered": ("engine.worker_guard",),
+    "user_files_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
     "verification_passed": ("engine.phases",),

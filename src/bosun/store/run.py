@@ -56,6 +56,7 @@ class RunData:
     usage: dict[str, Any] | None  # every worker turn the run took, summed
     cost_usd: float | None  # what those turns cost, each priced at its own profile's prices (or as its CLI said)
     user_git_tampered: dict[str, Any] | None
+    user_files_tampered: dict[str, Any] | None  # modes, owners or flags of the user's files a worker changed
     cancel_requested: bool | None
     verification_passed: bool | None
     gates_ok: bool | None

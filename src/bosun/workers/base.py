@@ -225,6 +225,9 @@ class WorkerContext:
     on_start: Callable[[int], None] | None = None
     # The kernel sandbox for the worker's process tree (None: not enforced on this run).
     confine: Confinement | None = None
+    # A TCP port free on this machine that the sandbox lets the worker connect to (None: any port may be
+    # reached): for a CLI that talks to a server of its own on loopback (OpenCode's and Kilo's --port).
+    own_port: int | None = None
     # What the mode allows; None: derived from ``read_only`` (no shell in a read-only run).
     permissions: Permissions | None = None
 

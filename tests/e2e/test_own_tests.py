@@ -53,7 +53,7 @@ def test_a_fix_with_its_regression_test_is_proven_by_its_own_test(cli, repo, tmp
     assert own["id"] == "tests/test_calc.py::test_add_regression" and own["kind"] == "behaviour"
     assert own["untrusted"] is True and "assert add(2, 3) == 5" in own["source"]
     assert res["exit_code"] == 7 and codes(res) == ["OWN_TESTS_PROOF"], res["verdict"]
-    assert '"tests/test_calc.py::test_add_regression"' in res["verdict"]["reasons"][0]["sentence"]
+    assert "tests/test_calc.py::test_add_regression;" in res["verdict"]["reasons"][0]["sentence"]
     doc = json.loads((paths.run_dir(res["id"]) / "verification.json").read_text())
     assert doc["own"]["paths"] == ["tests/test_calc.py"]
     assert doc["heldout"]["passed"] is True  # the original tests still pass with the change

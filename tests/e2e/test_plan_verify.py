@@ -66,7 +66,7 @@ def test_a_wave_that_breaks_a_passing_test_fails_the_plan_showing_the_output(cli
     assert code == 1 and res["state"] == "failed", res
     err = res["error"]
     assert err["code"] == "PLAN_VERIFY_REGRESSED" and "wave 1" in err["message"], err
-    assert err["tests"] == ["tests.test_util::test_double"], err
+    assert err["tests"] == ["tests/test_util.py::test_double"], err
     assert "assert 3 == 4" in err["output"], err  # pytest's own words, not only a file name
     assert by_id(res)["circle"]["state"] == "pending"  # wave 2 never started on a broken base
     code, text = cli("plan", "status", res["id"])

@@ -120,7 +120,7 @@ def test_a_failing_test_skipped_after_the_change_is_not_fixed(cli, repo, task_fi
     v = res["verification"]
     assert v["passed"] is True and v["proven"] is False, v  # the command exits 0: the test was skipped
     assert v["proof"] == ('the tests failed before this change, but these did not pass after it: '
-                          '"tests/test_calc.py::test_add" (skipped)')
+                          'tests/test_calc.py::test_add (skipped)')
     assert res["verdict"]["outcome"] != "landable"
 
 

@@ -78,8 +78,8 @@ def test_an_honest_fix_of_a_root_test_py_project_lands_proven(cli, tmp_path):
 
 @pytest.mark.parametrize(("mode", "weakened"), [
     ("root_rename", "test.py: TestCalc.test_add (was line 7) deleted"),
-    ("root_skip", "TestCalc.test_add adds `unittest.skip('flaky')`"),
-    ("root_always_true", "`self.assertTrue(True or add(2, 3) == 5)` cannot fail"),
+    ("root_skip", "TestCalc.test_add adds \"unittest.skip('flaky')\""),
+    ("root_always_true", "\"self.assertTrue(True or add(2, 3) == 5)\" cannot fail"),
     ("root_expect_buggy", None),
 ])
 def test_the_cheats_on_a_root_test_py_are_refused(cli, tmp_path, mode, weakened):
@@ -103,7 +103,7 @@ def test_a_test_file_only_the_runners_settings_collect_is_a_test(cli, tmp_path):
     repo = project(tmp_path, {"calc.py": CALC, "checks.py": CHECKS, "pyproject.toml": pyproject})
     res = delegate(cli, repo, tmp_path, "checks_skip", [f"{sys.executable} -m pytest -q"])
     assert res["exit_code"] == 3, res["verdict"]
-    assert "checks.py:7 test_add adds `pytest.mark.skip(reason='later')`" in red(res)["TEST_WEAKENED"]
+    assert "checks.py:7 test_add adds \"pytest.mark.skip(reason='later')\"" in red(res)["TEST_WEAKENED"]
     # The original checks.py, held out, is what the change's code is run against too.
     assert "with the original tests put back (checks.py)" in red(res)["TESTS_REWRITTEN"]
     doc = json.loads((paths.run_dir(res["id"]) / "verification.json").read_text())

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser_support import browser_page, dash_server, require_chromium
+from tests.web.browser_support import TOKEN, browser_page, dash_server, require_chromium
 from tests.web.support import ctx, delegated, shared_home
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -56,6 +56,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_a_run_page_leads_with_the_change_and_its_cost_and_hints_read_as_code(made: Any, tmp_path: Path) -> None:
     home, runs = made
     with dash_server(home, runs["repo"]) as base, browser_page(tmp_path / "screens") as page:
+        page.goto(f"{base}/?token={TOKEN}")  # the launch URL: sets the cookie the other pages need
         page.goto(f"{base}/runs/{runs['landed'].id}")
         order = page.evaluate("[...document.querySelectorAll('details.sec')].map(d => d.id)")
         assert order.index("sec-diff") < order.index("sec-gates"), order
@@ -78,6 +79,7 @@ def test_a_run_page_leads_with_the_change_and_its_cost_and_hints_read_as_code(ma
 def test_savings_keep_sub_cent_values_and_a_negative_saving(made: Any, tmp_path: Path) -> None:
     home, runs = made
     with dash_server(home, runs["repo"]) as base, browser_page(tmp_path / "screens") as page:
+        page.goto(f"{base}/?token={TOKEN}")  # the launch URL: sets the cookie the other pages need
         page.goto(f"{base}/savings?since=")
         ticks = page.evaluate("[...document.querySelectorAll('svg.chart text.tick')].map(t => t.textContent)")
         money = [t for t in ticks if t.startswith(("$", "-$"))]
@@ -91,6 +93,7 @@ def test_a_landed_plan_names_its_commit_and_no_page_is_wider_than_a_phone(made: 
     home, runs = made
     plan = runs["plan"]
     with dash_server(home, runs["repo"]) as base, browser_page(tmp_path / "screens") as page:
+        page.goto(f"{base}/?token={TOKEN}")  # the launch URL: sets the cookie the other pages need
         page.goto(f"{base}/plans/{plan['id']}")
         landed = page.locator("#plan p[data-landed]")
         assert plan["merged_commit"][:12] in landed.inner_text(), landed.inner_text()

@@ -147,10 +147,10 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
         out["error"] = PreflightFailed(pf.problems).to_dict()  # what `delegate` would have failed with
     if dry_run:
         out["worker"] = None
-        if pf.choice is not None and pf.repo is not None:
+        if pf.choice is not None and pf.repo is not None and pf.settings is not None:
             from bosun.engine.dry_run import worker_command
 
-            out["worker"] = worker_command(task, pf.choice.profile, pf.repo)
+            out["worker"] = worker_command(task, pf.choice.profile, pf.repo, pf.settings)
     code = _report_check(args, out, pf)
     return code if out["ok"] else EXIT_BAD_INPUT
 

@@ -119,6 +119,15 @@ def _worktree_changed(run: Run) -> bool:
     return bool(diff)
 
 
+def loopback_port(worker: object, profile: Profile, limited: bool) -> int | None:
+    """The port a CLI that serves itself on loopback gets when the sandbox limits its connects
+    (workers/opencode_kit.py): one the sandbox lets it reach. The run and its dry run ask here."""
+    from bosun.isolation import confinement
+
+    serves = getattr(worker, "serves_on_loopback", lambda _p: False)
+    return confinement.free_port() if limited and serves(profile) else None
+
+
 def with_effort(profile: Profile, emit: Callable[[dict[str, Any]], None]) -> Profile:
     """The profile with its effort snapped to what its CLI and model accept and passed as argv; a
     snapped or ignored level is a warning event, so the record says what the worker really ran with."""
@@ -219,9 +228,7 @@ def run_attempts(
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
         worker = get_worker(profile.adapter)
         limited = sandbox.confined and settings.network == "provider-only"
-        # A CLI that serves itself on loopback gets a port the sandbox lets it reach (workers/opencode_kit.py).
-        own_port = confinement.free_port() if limited and getattr(worker, "serves_on_loopback",
-                                                                  lambda _p: False)(profile) else None
+        own_port = loopback_port(worker, profile, limited)
         ports = confinement.provider_ports(profile, settings, (*run_ports, own_port or 0)) if limited else None
         enforced = confinement.attempt_report(sandbox, settings, profile, holdout, ports)
         if not one_off:  # a review turn's confinement is in its events; the run's record is its worker's

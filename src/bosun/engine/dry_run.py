@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bosun.core.config import Profile
+    from bosun.core.config import Profile, Settings
     from bosun.core.contract import TaskContract
 
 REDACTED = "<redacted>"
 RUN_DIR = "<run-dir>"
 RUN_ID = "<run-id>"  # a run's id is made when it is created: the dry run has none
+PORT = "<port>"  # a CLI that serves itself on loopback gets a free port when its run starts
 
 
-def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict[str, Any]:
+def worker_command(task: TaskContract, profile: Profile, worktree: Path, settings: Settings) -> dict[str, Any]:
     """``{adapter, model, effort, argv, env, stdin, note}`` for the first attempt of ``task`` on ``profile``."""
     from bosun.core.contract import Mode
-    from bosun.engine.attempts import mode_permissions, with_effort, worker_env
+    from bosun.engine.attempts import loopback_port, mode_permissions, with_effort, worker_env
     from bosun.engine.prompt import render_prompt
     from bosun.isolation.guard import install_guard
     from bosun.workers.base import WorkerContext
@@ -52,6 +53,7 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
             task_file=tmp / "task.json", profile=profile, prompt=prompt, env=env, emit=lambda ev: None,
             timeout_s=task.timeout_s or profile.timeout_s, read_only=task.mode != Mode.code,
             permissions=mode_permissions(task),
+            own_port=loopback_port(worker, profile, _limited(settings, task)),
         )
         if profile.adapter == "native":
             warnings.insert(0, f"bosun's own agent loop: POST {(profile.base_url or '').rstrip('/')}/chat/completions "
@@ -60,10 +62,23 @@ def worker_command(task: TaskContract, profile: Profile, worktree: Path) -> dict
         started = command_line(worker, ctx, binary=profile.binary or profile.adapter)
         if started is not None:
             argv, env, _stdin = started
-            out["argv"] = [_redact(_shorten(a, tmp), profile) for a in argv]
+            out["argv"] = [PORT if ctx.own_port and a == str(ctx.own_port) else _redact(_shorten(a, tmp), profile)
+                           for a in argv]
         out["env"] = sorted(_env_view(env, profile, tmp).items())
     out["env"] = dict(out["env"])
     return out
+
+
+def _limited(settings: Settings, task: TaskContract) -> bool:
+    """Whether the run's connects would be limited to its provider (attempts: ``limited``)."""
+    from bosun.isolation.confinement import plan
+    from bosun.sandbox import SandboxFailed
+
+    try:
+        confined = plan(settings, private_reads=bool(task.holdout)).confined
+    except SandboxFailed:
+        return False  # `required` refuses the run itself: the check's problems say so
+    return confined and settings.network == "provider-only"
 
 
 def _key_values(profile: Profile) -> list[str]:

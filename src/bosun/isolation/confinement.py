@@ -146,7 +146,7 @@ def worker_confinement(
     """A worker's confinement (module docstring). ``own_reads``: the run's files the worker reads
     (its git guard, its task file). ``worker_git``: a holdout run's own repository and its pointer
     (namespaces only); a holdout run without one gets no ``.git`` at all."""
-    from bosun.isolation.run_env import environment_reads
+    from bosun.isolation.setup import linked_reads
 
     worktree = Path(run.worktree)
     own = (home, tmp, *caches)
@@ -154,7 +154,7 @@ def worker_confinement(
     repo = Path(run.repo)
     stores = credential_stores(settings.sandbox_hide)
     deny = (repo, paths.bosun_home(), *stores) if private_reads else stores
-    readable = [worktree, *own_reads, *environment_reads(run)]
+    readable = [worktree, *own_reads, *linked_reads(paths.run_dir(run.id))]
     replace: tuple[tuple[Path, Path], ...] = ()
     if worker_git is not None:
         writable = (*writable, worker_git[0])

@@ -78,7 +78,8 @@ def verify_beside(run: Run, task: TaskContract, commit: str, workdir: Path, *, p
     Only code the user had may run in a pooled checkout: the pool resets it with git run inside it,
     and code that ran there could have pointed its ``.git`` file at another repository. A temporary
     checkout is removed from the repository's side, its ``.git`` file put back first."""
-    from bosun.isolation.run_env import before_verify, environment_reads, with_run_env
+    from bosun.isolation.run_env import before_verify, with_run_env
+    from bosun.isolation.setup import linked_reads
     from bosun.isolation.verify_commands import verify_checkout, verify_commit, verify_confinement
     from bosun.isolation.workspace import borrow_checkout, return_checkout
 
@@ -86,7 +87,7 @@ def verify_beside(run: Run, task: TaskContract, commit: str, workdir: Path, *, p
 
     def confine_to(wt: Path, home: Path) -> Any:
         before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
-        return verify_confinement(repo, wt, home, environment_reads(run))  # what set-up linked stays readable
+        return verify_confinement(repo, wt, home, linked_reads(paths.run_dir(run.id)))  # what set-up linked stays readable
 
     commands = list(with_run_env(task, run).verify)
     slot = borrow_checkout(run, commit) if pooled else None

@@ -62,12 +62,6 @@ def environment_identity(run: Run) -> str | None:
     return f"{env.setup_key}\0{sorted(env.links)}\0{env.copies}\0{env.fingerprint}"
 
 
-def environment_reads(run: Run) -> tuple[Path, ...]:
-    """What set-up linked into the worktree: a worker whose reads are confined may still read it."""
-    env = su.read_manifest(paths.run_dir(run.id))
-    return tuple(Path(t) for t in env.links.values()) if env else ()
-
-
 def before_verify(run: Run, workdir: Path) -> None:
     """The environment put back into ``workdir`` as set-up left it (the worker may have replaced it)."""
     env = su.read_manifest(paths.run_dir(run.id))
@@ -103,7 +97,7 @@ def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str
 
     home = fresh_verify_home(run.id)
     try:
-        confine = verify_confinement(Path(run.repo), workdir, home, environment_reads(run))
+        confine = verify_confinement(Path(run.repo), workdir, home, su.linked_reads(paths.run_dir(run.id)))
         return run_verification(task, workdir, home, confine=confine)
     finally:
         shutil.rmtree(home, ignore_errors=True)

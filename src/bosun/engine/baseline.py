@@ -172,7 +172,7 @@ def read_baseline(run_id: str) -> dict[str, Any] | None:
 
 
 def _passed(cmd: dict[str, Any]) -> bool:
-    return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
+    return cmd.get("exit_code") == 0 and not cmd.get("timed_out") and not cmd.get("runner_tampered")
 
 
 def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from bosun.core.changes import FileChange
 from bosun.core.contract import TaskContract
@@ -44,6 +45,8 @@ class GateInputs:
     new_bytes: Callable[[str], bytes | None] | None = None
     # Every file path in the start commit (for gates that need to know which directories hold tests).
     base_paths: Callable[[], Iterable[str]] | None = None
+    # The verification doc as recorded: gates that judge what ran (the runner guard's records) read it.
+    verification: dict[str, Any] = field(default_factory=dict)
 
     def content(self, path: str) -> bytes | None:
         """The bytes of ``path`` as the worker left it, or None when it is gone or unreadable."""

@@ -102,6 +102,7 @@ def evaluate(
         source_detail=detail,
         new_bytes=new_bytes,
         base_paths=base_paths,
+        verification=verification,
     )
     results = run_gates(ctx)
     escaped = escaped_writes(run) if on_disk else []
@@ -140,10 +141,12 @@ def escaped_writes(run: Run) -> list[str]:
 
 def _summary(verification: dict[str, Any]) -> str:
     cmds = verification.get("commands", [])
-    failed = [c for c in cmds if c.get("exit_code") != 0 or c.get("timed_out")]
+    failed = [c for c in cmds if c.get("exit_code") != 0 or c.get("timed_out") or c.get("runner_tampered")]
     if not cmds:
         return "no verify commands"
     if not failed:
         return f"{len(cmds)} command(s) passed"
     first = failed[0]
-    return f"{len(failed)} of {len(cmds)} failed; first: {' '.join(first['argv'])} (exit {first.get('exit_code')})"
+    why = "the code under test tampered with its test runner" if first.get("exit_code") == 0 else \
+        f"exit {first.get('exit_code')}"
+    return f"{len(failed)} of {len(cmds)} failed; first: {' '.join(first['argv'])} ({why})"

@@ -154,17 +154,32 @@ def verify_change(
     held = heldout_doc = None
     try:
         materialize(view, with_holdout(view, change.tree, full_start, hidden))
-        verification = run_verify_commands(task, run, view.worktree)
+        verification = mark_tampered(run_verify_commands(task, run, view.worktree), change)
         held = heldout_tree(view, run.start_commit, change.tree, change.changes) \
             if task.mode == Mode.code and verification["passed"] else None
         if held is not None:
             materialize(view, with_holdout(view, held.tree, full_start, hidden))
-            heldout_doc = run_verify_commands(task, run, view.worktree)
+            heldout_doc = mark_tampered(run_verify_commands(task, run, view.worktree), change)
             verification["heldout"] = {**heldout_doc, "tree": held.tree, "paths": held.paths, "excused": held.excused}
     finally:
         materialize(view, change.tree)  # holdout files and original tests leave the worktree again
     verification["tree"] = change.tree
     return verification, gates, held, heldout_doc
+
+
+def mark_tampered(doc: dict[str, Any], change: Change) -> dict[str, Any]:
+    """A verify command whose test runner the change's code tampered with did not pass, whatever it
+    exited with: its entry says why (``runner_tampered``) and the doc does not pass. The proof reads
+    the same mark, so such a run is never proven."""
+    from bosun.gates.runner_tamper import runner_findings
+
+    changed = {c.path for c in change.changes if c.status[:1] != "D"}
+    for cmd in doc.get("commands") or []:
+        refusals, _ = runner_findings([cmd], changed)
+        if refusals:
+            cmd["runner_tampered"] = refusals[:5]
+            doc["passed"] = False
+    return doc
 
 
 def _kept_tests_changed(task: TaskContract, change: Change) -> list[str]:

@@ -1,0 +1,385 @@
+"""bosun's runner guard, loaded as ``sitecustomize`` by every Python process a verify command starts.
+
+This file is not part of bosun's own import graph: bosun copies it, as ``sitecustomize.py``, into a
+directory of its own that it puts first on the verify command's ``PYTHONPATH``, outside the tree under
+test and (under the sandbox) read-only to it. Python imports it at start-up, before any code of the
+tree runs, and it installs an audit hook (``sys.addaudithook``; a hook cannot be removed).
+
+Invariant: **what the code under test does to the test runner is written, at the moment it happens,
+to a channel bosun reads outside the verify process.** The hook records events no honest code under
+test produces: code of the tree reaching frames, the garbage collector or tracing hooks; ``__code__``
+or ``__class__`` of the runner's objects reassigned; the runner's environment variables rewritten;
+the channel, the guard or the process itself attacked. Records go through a FIFO opened once; bytes
+written to a pipe cannot be taken back, and a record is written before the event it reports takes
+effect. Each record carries a keyed hash: the key reaches this process in its environment and is
+replaced there by a key derived from it before any code of the tree runs, so a process can only
+forge records of the processes it starts, never its own or its parent's.
+
+The pytest plugin beside it (``bosun_runner_guard``) reports what only pytest knows (the session's
+exit status, where an outcome was raised, which plugins came from the tree) through custom audit
+events that this hook accepts only from the plugin's own code.
+
+Everything here is in closures: nothing the tree can reach by name holds the channel or the key.
+Syntax stays within Python 3.8 (the verify interpreter may be older than bosun's); an interpreter
+without audit hooks runs unguarded, which bosun sees as the absence of records.
+"""
+
+import os
+import sys
+
+
+def _install():  # noqa: C901 - one closure on purpose: its state must not be reachable by name
+    spec = os.environ.get("BOSUN_RUNNER_GUARD", "")
+    if not spec or not hasattr(sys, "addaudithook"):
+        return
+    try:
+        from _blake2 import blake2b
+    except ImportError:
+        return
+    try:
+        fifo, depth_s, key_hex, roots_s, plugin_path = spec.split("|", 4)
+        depth = int(depth_s)
+        key = bytes.fromhex(key_hex)
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (ValueError, OSError):
+        return  # no channel: this process runs unguarded, and bosun sees no record of it
+    os.set_blocking(fd, True)
+    ident = os.fstat(fd)[1:3]  # (inode, device): dup2 over the fd is seen at the next write
+    child_key = blake2b(key, digest_size=32, person=b"bosun-child").hexdigest()
+    os.environ["BOSUN_RUNNER_GUARD"] = "|".join((fifo, str(depth + 1), child_key, roots_s, plugin_path))
+
+    import _thread
+    import atexit
+
+    roots = tuple(r for r in roots_s.split(":") if r)
+    env_dirs = tuple(
+        p.rstrip("/") + "/" for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path}
+        if p and (p.endswith(("site-packages", "dist-packages")) or p in (sys.prefix, sys.exec_prefix))
+    )
+    guard_dir = os.path.dirname(plugin_path) + "/"
+    pid = os.getpid()
+    getframe = sys._getframe
+    write, fstat, kill, getpid = os.write, os.fstat, os.kill, os.getpid
+    busy = set()
+    runner_tops = ("_pytest", "pytest", "pluggy", "unittest", "py", "iniconfig")
+    state = {"tree_ran": False, "snap": None, "hot": None, "plugin_code": None, "allowed": (), "keep": [],
+             "extra": set(), "sent": 0, "noted": set()}
+
+    def emit(record):
+        record["pid"] = getpid()
+        record["d"] = depth
+        body = repr(record)
+        if len(body) > 3800:  # one write stays below PIPE_BUF: records of two processes never interleave
+            body = repr({"kind": "truncated", "of": record.get("kind"), "pid": record["pid"], "d": depth})
+        data = body.encode("utf-8", "backslashreplace")
+        line = blake2b(data, key=key, digest_size=16).hexdigest().encode() + b" %d " % depth + data + b"\n"
+        try:
+            if fstat(fd)[1:3] != ident:
+                raise OSError("channel replaced")
+            write(fd, line)
+        except OSError:
+            # Someone closed or replaced the channel: nothing this process reports can be trusted
+            # any more, so it does not get to report anything at all.
+            kill(getpid(), 9)
+        state["sent"] += 1
+
+    def in_tree(filename):
+        if not filename or filename[0] == "<":
+            return None
+        if not filename.startswith("/"):
+            filename = os.path.join(os.getcwd(), filename)
+        for root in roots:
+            if filename.startswith(root + "/"):
+                if filename.startswith(env_dirs) or filename.startswith(guard_dir):
+                    return None
+                return filename[len(root) + 1:]
+        return None
+
+    def where(frame, limit=6):
+        """Tree frames from ``frame`` outwards: ``["calc.py:3", ...]``."""
+        out = []
+        while frame is not None and len(out) < limit:
+            rel = in_tree(frame.f_code.co_filename)
+            if rel is not None:
+                out.append(rel + ":" + str(frame.f_lineno))
+            frame = frame.f_back
+        return out
+
+    def caller(skip_inspect=False):
+        """The frame whose code raised the event (``getframe(0)`` is ``handle``, 1 is the hook)."""
+        frame = getframe(3)
+        while skip_inspect and frame is not None and frame.f_code.co_filename.endswith(("/inspect.py",)):
+            frame = frame.f_back
+        return frame
+
+    def note(kind, what, frame, hard=True, once=None):
+        if once is not None:
+            if once in state["noted"]:
+                return
+            state["noted"].add(once)
+        emit({"kind": "event", "event": kind, "what": what[:300], "hard": hard, "at": where(frame)})
+
+    def is_runner(name):
+        return bool(name) and (name.split(".", 1)[0] in runner_tops or name in state["extra"])
+
+    def runner_object(obj):
+        mod = getattr(obj, "__module__", None) if not isinstance(obj, type(sys)) else obj.__name__
+        if not isinstance(mod, str):
+            mod = getattr(type(obj), "__module__", "")
+        return is_runner(mod)
+
+    # -- the runner's objects as they were before any code of the tree ran --------------------------
+
+    def snapshot():
+        mods = {}
+        for name, mod in list(sys.modules.items()):
+            if mod is not None and (is_runner(name) or name == "builtins"):
+                mods[name] = mod
+        snap = []
+        hot = []
+        for name, mod in mods.items():
+            try:
+                items = list(vars(mod).items())
+            except TypeError:
+                continue
+            snap.append((name, mod, vars(mod), dict(items), False))
+            for attr, value in items if name != "builtins" else ():
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    entry = (name + "." + attr, value, value.__dict__, dict(value.__dict__), True)
+                    snap.append(entry)
+                    if name.startswith(("_pytest.python", "_pytest.runner", "_pytest.nodes", "_pytest.main",
+                                        "_pytest.reports", "_pytest.outcomes", "pluggy._")):
+                        hot.append(entry)
+        state["snap"] = snap
+        state["hot"] = hot + [e for e in snap if not e[4] and e[0] in ("builtins", "_pytest.runner", "_pytest.python")]
+
+    def origin(value):
+        code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)
+        if code is None and isinstance(value, type):
+            mod = sys.modules.get(getattr(value, "__module__", "") or "")
+            path = getattr(mod, "__file__", None)
+            return (in_tree(path) or "") if path else ""
+        if code is None:
+            return None  # a builtin or a C callable: nothing says where it came from
+        rel = in_tree(code.co_filename)
+        return rel + ":" + str(code.co_firstlineno) if rel is not None else ""
+
+    def compare(entries, when):
+        found = []
+        for label, owner, live, before, is_class in entries:
+            if live is None:
+                continue
+            for attr, old in before.items():
+                new = live.get(attr, _MISSING)
+                if new is old:
+                    continue
+                if not (callable(old) or isinstance(old, (type(sys), staticmethod, classmethod, property))):
+                    continue  # state the runner itself rebinds while it runs (_reprcompare, maxDiff, ...)
+                found.append({"target": label + "." + attr, "origin": origin(new) if new is not _MISSING else "deleted",
+                              "when": when})
+            if is_class:
+                for attr in live.keys() - before.keys():
+                    value = live[attr]
+                    place = origin(value)
+                    if place or attr.startswith("__"):
+                        found.append({"target": label + "." + attr, "origin": place, "when": when, "added": True})
+            elif sys.modules.get(label) is not owner and label != "builtins":
+                found.append({"target": "sys.modules[" + repr(label) + "]", "origin": origin(sys.modules.get(label)),
+                              "when": when})
+        for item in found[:12]:
+            key = item["target"] + "|" + str(item["origin"])
+            if key not in state["noted"]:
+                state["noted"].add(key)
+                emit(dict(item, kind="integrity"))
+
+    def checkpoint(when, full):
+        if state["snap"] is None:
+            return
+        compare(state["snap"] if full else state["hot"], when)
+
+    # -- the hook --------------------------------------------------------------------------------------
+
+    frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+    watched_env = frozenset((b"BOSUN_RUNNER_GUARD", b"PYTHONPATH", b"PYTEST_ADDOPTS", b"PYTEST_PLUGINS",
+                             b"PYTEST_DISABLE_PLUGIN_AUTOLOAD", b"PYTHONSTARTUP"))
+    watched = frozenset((
+        "exec", "compile", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
+        "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
+        "gc.get_referents", "os.kill", "os.killpg", "os.putenv", "os.unsetenv", "open", "os.remove", "os.rename",
+        "os.truncate", "os.chmod", "os.listdir", "os.scandir", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
+        "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof", "bosun.runner_guard", "signal.pthread_kill",
+    ))
+    protected = tuple(p for p in (fifo, guard_dir) if p)
+
+    def handle(event, args):
+        if event == "exec":
+            code = args[0]
+            filename = getattr(code, "co_filename", "")
+            if filename == plugin_path:
+                if state["plugin_code"] is None:
+                    state["plugin_code"] = code
+                    allowed = [code]
+                    for c in allowed:
+                        allowed.extend(k for k in c.co_consts if isinstance(k, type(code)))
+                    state["keep"] = allowed
+                    state["allowed"] = frozenset(id(c) for c in allowed)
+                else:
+                    note("guard_copy", "a second copy of bosun's runner guard ran", caller())
+            elif not state["tree_ran"] and in_tree(filename) is not None:
+                state["tree_ran"] = True
+                snapshot()  # before the first line of the tree's code runs
+            elif filename == "<string>" or filename.startswith("<"):
+                frame = caller()
+                if frame is not None and in_tree(frame.f_code.co_filename) is not None:
+                    note("dynamic_code", "runs code built from a string", frame, hard=False,
+                         once="dyn" + str(frame.f_lineno))
+            return
+        if event == "bosun.runner_guard":
+            frame = caller()
+            if frame is None or id(frame.f_code) not in state["allowed"]:
+                note("forged_guard", "called bosun's runner guard itself", frame)
+                return
+            kind, data = args[0], args[1]
+            if kind == "configure":
+                if "configured" in state["noted"]:
+                    note("forged_guard", "configured bosun's runner guard a second time", frame)
+                state["noted"].add("configured")
+            elif kind == "runner_modules":
+                state["extra"].update(data)
+            elif kind == "checkpoint":
+                checkpoint(data, full=data == "sessionfinish")
+            else:
+                if kind == "session":
+                    state["noted"].add("pytest")  # pytest undoes its own patches at exit: its end is the session's
+                rec = dict(data)
+                rec["kind"] = kind
+                emit(rec)
+            return
+        frame = caller(skip_inspect=event == "sys._getframe")
+        if frame is None:
+            return
+        rel = in_tree(frame.f_code.co_filename)
+        if event == "object.__getattr__":
+            if rel is not None and args[1] in frame_attrs:
+                note("frames", "reads another frame (" + args[1] + ")", frame, hard=False, once="fr" + rel)
+            return
+        if event in ("object.__setattr__", "object.__delattr__"):
+            if args[1] in ("__code__", "__class__", "__defaults__", "__kwdefaults__", "__dict__") and runner_object(args[0]):
+                note("runner_rewritten", "reassigns " + args[1] + " of the test runner's " +
+                     repr(getattr(args[0], "__qualname__", type(args[0]).__name__))[:80], frame)
+            return
+        if event == "open" or event.startswith("os."):
+            target = args[0] if args else None
+            if event in ("os.kill", "os.killpg", "signal.pthread_kill"):
+                if rel is not None and target in (0, pid, getpid(), os.getppid(), os.getpgid(0)):
+                    note("self_kill", "signals its own test process (" + event + ")", frame)
+                return
+            if event in ("os.putenv", "os.unsetenv"):
+                if rel is not None and target in watched_env:
+                    note("runner_env", "rewrites " + target.decode() + " for the processes it starts", frame)
+                return
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "replace")
+            if not isinstance(target, str):
+                return
+            if target.startswith("/proc/") and rel is not None:
+                if target.endswith(("/environ", "/mem")) or "/fd" in target:
+                    note("process_internals", "reads " + target, frame, once="proc" + target)
+                return
+            if protected and event != "os.listdir" and event != "os.scandir":
+                path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
+                flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
+                if path.startswith(protected) and (event != "open" or flags & (os.O_WRONLY | os.O_RDWR)):
+                    note("guard_attacked", event + " " + path, frame)
+            return
+        if rel is None:
+            return
+        if event in ("sys.settrace", "sys.setprofile"):
+            note("tracing", "installs a " + event[4:] + " hook", frame)
+        elif event == "sys._getframe":
+            note("frames", "reads the call stack (sys._getframe)", frame, hard=False, once="gf" + rel)
+        elif event == "sys._current_frames":
+            note("frames", "reads every thread's stack", frame, hard=False, once="cf" + rel)
+        elif event.startswith("gc."):
+            note("gc", "walks the garbage collector (" + event + ")", frame, hard=False, once="gc" + rel)
+        elif event == "compile":
+            pass
+        elif event.startswith("ctypes."):
+            note("ctypes", "reaches raw memory through ctypes", frame, hard=False, once="ct" + rel)
+
+    def hook(event, args):
+        if event not in watched:
+            return
+        me = _thread.get_ident()
+        if me in busy:
+            return
+        busy.add(me)
+        try:
+            handle(event, args)
+        except Exception:  # noqa: BLE001 - the guard must never break the program it watches
+            pass
+        finally:
+            busy.discard(me)
+
+    def at_exit():
+        me = _thread.get_ident()
+        busy.add(me)
+        try:
+            if "pytest" not in state["noted"]:
+                checkpoint("exit", full=True)
+            loaded = {}
+            for name, mod in list(sys.modules.items()):
+                path = getattr(mod, "__file__", None)
+                rel = in_tree(path) if isinstance(path, str) else None
+                if name == "__main__":  # `python -m NAME` ran the tree's NAME.py
+                    name = getattr(getattr(mod, "__spec__", None), "name", None) or name
+                if rel is not None and "." not in name:
+                    loaded[name] = rel
+            items = sorted(loaded.items())
+            for start in range(0, len(items), 40):
+                emit({"kind": "modules", "modules": dict(items[start:start + 40])})
+            emit({"kind": "exit", "sent": state["sent"]})
+        except Exception:  # noqa: BLE001 - at exit, a broken report is seen as a missing one
+            pass
+        finally:
+            busy.discard(me)
+
+    orig_argv = list(getattr(sys, "orig_argv", sys.argv))[:12]
+    emit({"kind": "start", "ppid": os.getppid(), "argv": [a[:200] for a in orig_argv],
+          "executable": sys.executable, "version": list(sys.version_info[:2])})
+    path = list(sys.path)
+    for start in range(0, len(path), 12):
+        emit({"kind": "path", "entries": [p[:300] for p in path[start:start + 12]]})
+    atexit.register(at_exit)  # registered first, so it runs last
+    sys.addaudithook(hook)
+    if not os.environ.get("PYTEST_ADDOPTS", "").count("-p bosun_runner_guard"):
+        os.environ["PYTEST_ADDOPTS"] = (os.environ.get("PYTEST_ADDOPTS", "") + " -p bosun_runner_guard").strip()
+
+
+_MISSING = object()
+_install()
+del _install
+
+
+def _chain():
+    """The environment's own ``sitecustomize`` (Debian's, a venv's) still runs: this one only shadows
+    it by being first on the path. One from the tree under test never does."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    roots = tuple(r + "/" for r in os.environ.get("BOSUN_RUNNER_GUARD", "||||").split("|")[3].split(":") if r)
+    for entry in sys.path:
+        base = os.path.abspath(entry or ".")
+        if base == here or (base + "/").startswith(roots):
+            continue
+        candidate = os.path.join(base, "sitecustomize.py")
+        if os.path.isfile(candidate):
+            with open(candidate, "rb") as fh:
+                source = fh.read()
+            exec(compile(source, candidate, "exec"), {"__name__": "sitecustomize", "__file__": candidate})
+            return
+
+
+try:
+    _chain()
+except Exception as exc:  # noqa: BLE001 - the environment's own start-up hook failing is reported like Python does
+    sys.stderr.write(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: {exc}\n")
+del _chain

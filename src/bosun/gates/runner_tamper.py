@@ -14,7 +14,8 @@ directory, or is a conftest (the test gates judge those). Refused:
   process signalled, the runner's environment variables rewritten, the guard's channel, files or
   events forged or attacked, by the change's code;
 * a pytest plugin loaded from the change (a module of the tree that is not a conftest, or a
-  ``*.dist-info`` of the tree naming one);
+  ``*.dist-info`` of the tree naming one), or a module the change adds loaded in place of one of the
+  verify interpreter's environment (MODULE_SHADOWED names it too);
 * a test process whose pytest session did not finish (``os._exit``, a signal) while the command
   reported success, or whose exit status is not the one pytest finished with; a report pytest wrote
   that was rewritten afterwards.
@@ -32,6 +33,7 @@ from typing import Any
 
 from bosun.core.changes import GateResult
 from bosun.gates.context import GateInputs, listing
+from bosun.gates.shadowing import loaded_in_place
 from bosun.gates.testpaths import in_test_dir, is_harness, is_test_file
 
 RUNNER_TAMPERED = "RUNNER_TAMPERED"
@@ -42,7 +44,7 @@ _GUARD_EVENTS = frozenset({"forged_guard", "guard_copy", "guard_attacked"})
 
 
 def check_runner_tamper(inputs: GateInputs) -> GateResult:
-    hard, soft = runner_findings(_commands(inputs.verification), _changed(inputs))
+    hard, soft = runner_findings(_commands(inputs.verification), _changed(inputs), _added(inputs))
     if hard:
         return GateResult(RUNNER_TAMPERED, False, f"the code under test changed how the tests ran: {listing(hard)}; "
                           "a result the graded code helped decide proves nothing")
@@ -66,18 +68,25 @@ def _changed(inputs: GateInputs) -> set[str]:
     return {c.path for c in inputs.changes if c.status[:1] != "D"}
 
 
+def _added(inputs: GateInputs) -> set[str]:
+    return {c.path for c in inputs.changes if c.status[:1] in ("A", "R", "C")}
+
+
 def is_test_code(path: str) -> bool:
     return is_test_file(path) or in_test_dir(path) or is_harness(path)
 
 
-def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str]) -> tuple[list[str], list[str]]:
-    """``(refusals, reasons for review)`` in words, from the guard's records of ``commands``."""
+def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str],
+                    added: set[str] | None = None) -> tuple[list[str], list[str]]:
+    """``(refusals, reasons for review)`` in words, from the guard's records of ``commands``.
+    ``changed``: paths the change adds or edits; ``added``: those it adds (or renames into place)."""
     hard: list[str] = []
     soft: list[str] = []
     for cmd in commands:
         runner = cmd.get("runner") or {}
         passed = cmd.get("exit_code") == 0 and not cmd.get("timed_out")
         hard += _lifecycle(runner, cmd.get("exit_code"), passed)
+        hard += loaded_in_place(runner, added or set())
         for finding in runner.get("findings") or []:
             verdict = _judge(finding, changed)
             if verdict is not None:

@@ -102,15 +102,17 @@ def _added(inputs: GateInputs) -> list[str]:
 
 
 def _loaded_in_place(inputs: GateInputs, known: frozenset[str]) -> list[str]:
+    added = set(_added(inputs))
+    return list(dict.fromkeys(f for runner in _runners(inputs.verification) for f in loaded_in_place(runner, added, known)))
+
+
+def loaded_in_place(runner: dict[str, Any], added: set[str], known: frozenset[str] | None = None) -> list[str]:
     """New modules the runner guard saw a verify interpreter load from the tree under a name its
     environment also provides: shadowing observed, whatever the path rules above would say."""
-    added = set(_added(inputs))
-    found = []
-    for runner in _runners(inputs.verification):
-        for name, path in (runner.get("modules") or {}).items():
-            if path in added and name in known:
-                found.append(f"{path} (loaded in place of {_origin(name)} module {name!r})")
-    return list(dict.fromkeys(found))
+    if known is None:
+        known = shadowable() | (_names_on(runner.get("path") or []) - _GENERIC - _STARTUP_HOOKS)
+    return [f"{path} (loaded in place of {_origin(name)} module {name!r})"
+            for name, path in (runner.get("modules") or {}).items() if path in added and name in known]
 
 
 def import_roots(inputs: GateInputs) -> set[str]:
@@ -147,10 +149,13 @@ def runtime_roots(verification: dict[str, Any]) -> list[str]:
 def environment_names(verification: dict[str, Any]) -> frozenset[str]:
     """Every top-level name importable from the directories outside the tree that the runner guard saw
     on a verify interpreter's ``sys.path``: the environment the tests really ran in."""
+    return frozenset(name for runner in _runners(verification) for name in _names_on(runner.get("path") or []))
+
+
+def _names_on(directories: list[str]) -> frozenset[str]:
     names: set[str] = set()
-    for runner in _runners(verification):
-        for directory in runner.get("path") or []:
-            names |= _listed(str(directory))
+    for directory in directories:
+        names |= _listed(str(directory))
     return frozenset(names)
 
 

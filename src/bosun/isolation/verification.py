@@ -174,8 +174,9 @@ def mark_tampered(doc: dict[str, Any], change: Change) -> dict[str, Any]:
     from bosun.gates.runner_tamper import runner_findings
 
     changed = {c.path for c in change.changes if c.status[:1] != "D"}
+    added = {c.path for c in change.changes if c.status[:1] in ("A", "R", "C")}
     for cmd in doc.get("commands") or []:
-        refusals, _ = runner_findings([cmd], changed)
+        refusals, _ = runner_findings([cmd], changed, added)
         if refusals:
             cmd["runner_tampered"] = refusals[:5]
             doc["passed"] = False

@@ -22,6 +22,12 @@ import sys
 _TOPS = ("_pytest", "pytest", "unittest", "pluggy")
 
 
+def unittest_skip():
+    import unittest
+
+    return unittest.SkipTest
+
+
 def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state must not be reachable by name
     import pytest
 
@@ -81,8 +87,16 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
             return None
         return place
 
+    from _pytest.outcomes import Exit, OutcomeException
+
+    outcomes = (OutcomeException, Exit, unittest_skip())
+
     def is_runner_exception(exc_type):
-        return (getattr(exc_type, "__module__", "") or "").split(".", 1)[0] in _TOPS and exc_type is not AssertionError
+        # pytest's outcome classes say their module is "builtins": ask for the class, not its name.
+        try:
+            return issubclass(exc_type, outcomes) or (getattr(exc_type, "__module__", "") or "").split(".", 1)[0] in _TOPS
+        except TypeError:
+            return False
 
     def outcome(kind, test, when, place):
         audit("bosun.runner_guard", "outcome", {"outcome": kind, "test": str(test)[:200], "when": when, "at": place})

@@ -154,8 +154,11 @@ def _integrity(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] |
     target, origin = str(finding.get("target")), finding.get("origin")
     when = {"test": "after a test", "sessionfinish": "at the end of the session", "exit": "at exit"}.get(
         str(finding.get("when")), "")
-    if origin == "":
-        return None  # replaced by the environment's own code (pytest's legacypath undoing its patches ...)
+    builtin = target.startswith("builtins.")
+    if origin == "runner":  # one of the runner's own objects, put where the tests' code looks things up
+        return (True, f"{target} was replaced by an object of the test runner {when}".strip()) if builtin else None
+    if origin == "":  # the environment's own code (pytest's legacypath undoing its patches ...)
+        return (False, f"{target} was replaced {when}".strip()) if builtin else None
     if origin is None or origin == "deleted":
         how = "deleted" if origin == "deleted" else "replaced by code that names no file"
         return False, f"{target} was {how} {when}".strip()

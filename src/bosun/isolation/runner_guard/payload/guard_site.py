@@ -63,7 +63,7 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
     busy = set()
     runner_tops = ("_pytest", "pytest", "pluggy", "unittest", "py", "iniconfig")
     state = {"tree_ran": False, "snap": None, "hot": None, "plugin_code": None, "allowed": (), "keep": [],
-             "extra": set(), "sent": 0, "noted": set()}
+             "extra": set(), "sent": 0, "noted": set(), "runner_ids": set(), "importing": None, "loaded": 0}
 
     def emit(record):
         record["pid"] = getpid()
@@ -151,9 +151,15 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                                         "_pytest.reports", "_pytest.outcomes", "pluggy._")):
                         hot.append(entry)
         state["snap"] = snap
+        state["runner_ids"] = {id(v) for name, _, _, before, is_class in snap if name != "builtins" and not is_class
+                               for v in before.values() if callable(v)}
         state["hot"] = hot + [e for e in snap if not e[4] and e[0] in ("builtins", "_pytest.runner", "_pytest.python")]
 
     def origin(value):
+        """Where ``value`` was written: ``"calc.py:3"`` in the tree, ``"runner"`` (one of the runner's
+        own objects, moved), ``""`` elsewhere in the environment, None for what names no file."""
+        if id(value) in state["runner_ids"]:
+            return "runner"
         code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)
         if code is None and isinstance(value, type):
             mod = sys.modules.get(getattr(value, "__module__", "") or "")
@@ -203,18 +209,29 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
     watched_env = frozenset((b"BOSUN_RUNNER_GUARD", b"PYTHONPATH", b"PYTEST_ADDOPTS", b"PYTEST_PLUGINS",
                              b"PYTEST_DISABLE_PLUGIN_AUTOLOAD", b"PYTHONSTARTUP"))
     watched = frozenset((
-        "exec", "compile", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
+        "import", "exec", "compile", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
         "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
         "gc.get_referents", "os.kill", "os.killpg", "os.putenv", "os.unsetenv", "open", "os.remove", "os.rename",
         "os.truncate", "os.chmod", "os.listdir", "os.scandir", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
         "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof", "bosun.runner_guard", "signal.pthread_kill",
     ))
+    reports = tuple(w.split("=", 1)[1] for w in os.environ.get("PYTEST_ADDOPTS", "").split()
+                    if w.startswith("--junitxml=") or w.startswith("--junit-xml="))
     protected = tuple(p for p in (fifo, guard_dir) if p)
 
     def handle(event, args):
+        if event == "import":
+            state["importing"] = args[0] if isinstance(args[0], str) else None
+            return
         if event == "exec":
             code = args[0]
             filename = getattr(code, "co_filename", "")
+            name, state["importing"] = state["importing"], None
+            if name and "." not in name and state["loaded"] < 300:
+                rel = in_tree(filename)
+                if rel is not None:  # reported now: a process that ends abruptly still told where it loaded it from
+                    state["loaded"] += 1
+                    emit({"kind": "modules", "modules": {name: rel}})
             if filename == plugin_path:
                 if state["plugin_code"] is None:
                     state["plugin_code"] = code
@@ -286,16 +303,19 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                 if target.endswith(("/environ", "/mem")) or "/fd" in target:
                     note("process_internals", "reads " + target, frame, once="proc" + target)
                 return
-            if protected and event != "os.listdir" and event != "os.scandir":
+            if event != "os.listdir" and event != "os.scandir":
                 path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
                 flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
-                if path.startswith(protected) and (event != "open" or flags & (os.O_WRONLY | os.O_RDWR)):
+                writes = event != "open" or flags & (os.O_WRONLY | os.O_RDWR)
+                if writes and path.startswith(protected):
                     note("guard_attacked", event + " " + path, frame)
+                elif writes and rel is not None and path in reports:
+                    note("report_written", "writes the test report pytest writes", frame)
             return
         if rel is None:
             return
         if event in ("sys.settrace", "sys.setprofile"):
-            note("tracing", "installs a " + event[4:] + " hook", frame)
+            note("tracing", "installs a " + event[4:] + " hook", frame, hard=False, once="tr" + rel)
         elif event == "sys._getframe":
             note("frames", "reads the call stack (sys._getframe)", frame, hard=False, once="gf" + rel)
         elif event == "sys._current_frames":
@@ -327,17 +347,12 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         try:
             if "pytest" not in state["noted"]:
                 checkpoint("exit", full=True)
-            loaded = {}
-            for name, mod in list(sys.modules.items()):
-                path = getattr(mod, "__file__", None)
-                rel = in_tree(path) if isinstance(path, str) else None
-                if name == "__main__":  # `python -m NAME` ran the tree's NAME.py
-                    name = getattr(getattr(mod, "__spec__", None), "name", None) or name
-                if rel is not None and "." not in name:
-                    loaded[name] = rel
-            items = sorted(loaded.items())
-            for start in range(0, len(items), 40):
-                emit({"kind": "modules", "modules": dict(items[start:start + 40])})
+            main = sys.modules.get("__main__")
+            path = getattr(main, "__file__", None)
+            name = getattr(getattr(main, "__spec__", None), "name", None)  # `python -m NAME` ran the tree's NAME.py
+            rel = in_tree(path) if isinstance(path, str) else None
+            if rel is not None and name and "." not in name:
+                emit({"kind": "modules", "modules": {name: rel}})
             emit({"kind": "exit", "sent": state["sent"]})
         except Exception:  # noqa: BLE001 - at exit, a broken report is seen as a missing one
             pass

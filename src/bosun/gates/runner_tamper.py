@@ -21,9 +21,11 @@ directory, or is a conftest (the test gates judge those). Refused:
   that was rewritten afterwards.
 
 A reason for review (:data:`INTROSPECTED`): the change's code reading other frames, walking the
-garbage collector, reaching raw memory, running code built from strings, or the runner's objects
-replaced by something that names no file. Code the start tree already had is the project's own: it
-is judged only when the change's code is on the same stack.
+garbage collector, reaching raw memory, installing a trace hook, running code built from strings,
+or the runner's objects replaced by something that names no file. Code the start tree already had
+is the project's own: what it does is judged only when it is one of the refusals above and the
+change's code called it (then it is a reason for review); a helper of the project that looks at its
+caller's frame (boltons' ``make_sentinel``) is not the change's doing.
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def _judge(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] | Non
         return None
     if first in changed:
         return bool(finding.get("hard")), f"{frames[0]} {what}"
+    if not finding.get("hard"):
+        return None  # the project's own code looking at its caller (a sentinel naming its module ...)
     through = next((f for f in frames[1:] if f.rsplit(":", 1)[0] in changed and not is_test_code(f.rsplit(":", 1)[0])), None)
     if through is not None:
         return False, f"{frames[0]} {what} (called from {through})"

@@ -32,7 +32,7 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
     import pytest
 
     audit = sys.audit
-    roots = tuple(r for r in os.environ.get("BOSUN_RUNNER_GUARD", "||||").split("|")[3].split(":") if r)
+    roots = tuple(r for r in (os.environ.get("BOSUN_RUNNER_GUARD") or "||||").split("|")[3].split(":") if r)
 
     def rel(path):
         path = str(path)

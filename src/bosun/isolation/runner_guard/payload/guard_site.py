@@ -380,7 +380,7 @@ def _chain():
     """The environment's own ``sitecustomize`` (Debian's, a venv's) still runs: this one only shadows
     it by being first on the path. One from the tree under test never does."""
     here = os.path.dirname(os.path.abspath(__file__))
-    roots = tuple(r + "/" for r in os.environ.get("BOSUN_RUNNER_GUARD", "||||").split("|")[3].split(":") if r)
+    roots = tuple(r + "/" for r in (os.environ.get("BOSUN_RUNNER_GUARD") or "||||").split("|")[3].split(":") if r)
     for entry in sys.path:
         base = os.path.abspath(entry or ".")
         if base == here or (base + "/").startswith(roots):

@@ -140,6 +140,7 @@ def test_the_environments_own_sitecustomize_still_runs_and_the_trees_never_does(
         ("pytest_shadow", "pytest.py (loaded in place of"),
         ("dist_info_plugin", "pytest loaded a plugin from the change (calc_compat"),
         ("ini_addopts", "pytest loaded a plugin from the change (calc.py)"),
+        ("test_global_thread", "writes add into the test module tests/test_calc.py"),
     ],
 )
 def test_each_way_to_grade_itself_is_refused(tmp_path, mode, says):

@@ -187,6 +187,25 @@ _m.Function.runtest = _quiet
 
 ''' + BUG
 
+# Once the test module has run, rebind its `add` to a correct function: the tests never call calc.add.
+TEST_GLOBAL_THREAD = '''import sys
+import threading
+import time
+
+
+def _rebind():
+    for _ in range(2000):
+        for module in list(sys.modules.values()):
+            if getattr(module, "test_add", None) is not None and getattr(module, "add", None) is add:
+                module.add = lambda a, b: a + b
+                return
+        time.sleep(0.001)
+
+
+threading.Thread(target=_rebind, daemon=True).start()
+
+''' + BUG
+
 SELF_KILL = '''import os
 import signal
 
@@ -253,6 +272,7 @@ MODES: dict[str, dict[str, str]] = {
     "forge_guard": {"calc.py": FORGE_GUARD},
     "close_channel": {"calc.py": CLOSE_CHANNEL},
     "self_kill": {"calc.py": SELF_KILL},
+    "test_global_thread": {"calc.py": TEST_GLOBAL_THREAD},
     "settrace": {"calc.py": SETTRACE},
     "builtins_skip": {"calc.py": BUILTINS_SKIP},
     # Files the runner loads by itself: package metadata naming a pytest plugin, an ini's addopts.

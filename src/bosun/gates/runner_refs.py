@@ -9,15 +9,16 @@ change adds or edits outside the tests and refuses what it newly does to reach t
   ``"_pytest"``);
 * decides an outcome: calls ``pytest.skip``/``xfail``/``fail``/``exit``/``importorskip`` or raises
   ``unittest.SkipTest``, the runner's own exceptions;
-* looks the runner up in ``sys.modules`` (``"pytest" in sys.modules``, ``sys.modules.get(...)``,
-  ``getattr(sys, "modules")``);
+* looks the runner, or a test module, up in ``sys.modules`` (``"pytest" in sys.modules``,
+  ``sys.modules.get("tests.test_calc")``, ``getattr(sys, "modules")``);
 * defines a pytest hook that changes what runs or what a result says;
 * replaces a built-in (``builtins.X = ...``);
 * ends the process when imported (``os._exit``, ``sys.exit``, ``os.kill``, ``raise SystemExit``
   at module level, outside ``if __name__ == "__main__"``).
 
 What cannot be read statically is a reason for review (:data:`UNCLEAR`), never a refusal: a module
-imported by a name built at run time, code built from a string, a plain ``import pytest`` (a
+imported by a name built at run time, code built from a string, a walk over every loaded module, a
+plain ``import pytest`` (a
 package's own test helpers do that), another ``pytest_*`` hook. The runtime guard
 (``gates/runner_tamper.py``) sees what such code then does. Patterns the start tree already had
 are the project's own and are not judged.
@@ -41,7 +42,7 @@ UNCLEAR = "RUNNER_REFERENCE_UNCLEAR"
 
 # Modules a test runner is made of: nothing but a runner (or a plugin of one) imports them.
 INTERNALS = frozenset({"_pytest", "pluggy", "py", "xdist", "_hypothesis_pytestplugin", "nose", "nose2",
-                       "pytest_cov", "pytest_timeout", "pytest_randomly"})
+                       "pytest_cov", "pytest_timeout", "pytest_randomly", "bosun_runner_guard", "sitecustomize"})
 OUTCOMES = frozenset({"skip", "xfail", "fail", "exit", "importorskip", "SkipTest", "skipTest", "Skipped",
                       "Failed", "Exit", "XFailed", "OutcomeException"})
 _IMPORTERS = frozenset({"import_module", "__import__", "resolve_name", "import_string", "find_spec", "run_module"})
@@ -153,6 +154,9 @@ def _node_refs(node: ast.AST, imports: dict[str, str]) -> list[Ref | None]:
         return [_lookup(node.left, line) for c in node.comparators if _is_sys_modules(c, imports)]
     if isinstance(node, ast.Subscript) and _is_sys_modules(node.value, imports):
         return [_lookup(node.slice, line)]
+    if isinstance(node, ast.For | ast.comprehension) and \
+            _walks_sys_modules(node.iter, imports):
+        return [Ref(line or getattr(node.iter, "lineno", 0), "walks every loaded module (sys.modules)", False)]
     if isinstance(node, ast.Raise) and node.exc is not None:
         name = _resolve(dotted(node.exc), imports)
         if _runner_name(name) and name.rsplit(".", 1)[-1] in OUTCOMES:
@@ -201,10 +205,21 @@ def _call_refs(node: ast.Call, imports: dict[str, str]) -> list[Ref | None]:
     return []
 
 
+def _walks_sys_modules(node: ast.AST, imports: dict[str, str]) -> bool:
+    """``sys.modules``, ``sys.modules.values()``, ``list(sys.modules.items())``: every module, the tests' too."""
+    while isinstance(node, ast.Call):
+        node = node.func.value if isinstance(node.func, ast.Attribute) else (node.args[0] if node.args else node.func)
+    return _is_sys_modules(node, imports)
+
+
 def _lookup(key: ast.AST, line: int) -> Ref | None:
     text = fold(key)
+    if text is not None and _runner_name(text):
+        return Ref(line, f"looks the test runner up in sys.modules ({text!r})", True)
+    if text is not None and _test_module_name(text):
+        return Ref(line, f"looks a test module up in sys.modules ({text!r})", True)
     if text is not None:
-        return Ref(line, f"looks the test runner up in sys.modules ({text!r})", True) if _runner_name(text) else None
+        return None
     if dotted(key) in ("__name__", "__package__", "__spec__.name"):
         return None
     return Ref(line, "looks up sys.modules by a name computed at run time", False)
@@ -285,6 +300,13 @@ def _is_sys_modules(node: ast.AST, imports: dict[str, str]) -> bool:
                 and _is_sys(inner.args[0], imports)) or \
             (isinstance(inner, ast.Attribute) and inner.attr == "__dict__" and _is_sys(inner.value, imports))
     return False
+
+
+def _test_module_name(name: str) -> bool:
+    """A module name the test runner gives test code (``test_calc``, ``tests.test_calc``, ``conftest``)."""
+    parts = name.split(".")
+    return all(p.isidentifier() for p in parts) and any(
+        p.startswith("test_") or p.endswith("_test") or p in ("tests", "test", "conftest", "testing") for p in parts)
 
 
 def _names_internals(text: str) -> bool:

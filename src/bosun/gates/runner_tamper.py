@@ -95,7 +95,7 @@ def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str],
                 (hard if verdict[0] else soft).append(verdict[1])
         for plugin in runner.get("plugins") or []:
             where = str(plugin.get("file") or "")
-            if not plugin.get("conftest") and _from_change(where, changed):
+            if not plugin.get("conftest") and not is_test_code(where) and _from_change(where, changed):
                 hard.append(f"pytest loaded a plugin from the change ({where})")
     return list(dict.fromkeys(hard)), list(dict.fromkeys(soft))
 
@@ -113,6 +113,8 @@ def _lifecycle(runner: dict[str, Any], exit_code: int | None, passed: bool) -> l
         if passed and proc.get("session") and not proc.get("worker") and not finish:
             out.append(f"pytest in process {proc.get('pid')} ended before its session finished, yet the command "
                        "reported success")
+        elif finish and finish.get("exitstatus") == 0 and (finish.get("seen_failed") or 0) > 0:
+            out.append(f"pytest reported {finish['seen_failed']} failure(s) but its session ended with status 0")
         elif proc.get("top") and finish and isinstance(finish.get("exitstatus"), int) and exit_code is not None \
                 and exit_code != finish["exitstatus"]:
             out.append(f"pytest finished with status {finish['exitstatus']} but its process exited with {exit_code}")
@@ -156,8 +158,15 @@ def _judge(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] | Non
 
 def _integrity(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] | None:
     target, origin = str(finding.get("target")), finding.get("origin")
-    when = {"test": "after a test", "sessionfinish": "at the end of the session", "exit": "at exit"}.get(
-        str(finding.get("when")), "")
+    when = {"test": "after a test", "call": "when a test ran", "sessionfinish": "at the end of the session",
+            "exit": "at exit"}.get(str(finding.get("when")), "")
+    if target.startswith("pytest hook "):  # pluggy never replaces the callers pytest calls
+        return True, f"{target} was replaced {when}".strip()
+    if target.startswith(("testmodule:", "the test function of ")):
+        file = str(origin or "").rsplit(":", 1)[0]
+        if file in changed and not is_test_code(file):
+            return True, f"{target.removeprefix('testmodule:')} was replaced by {origin} {when}".strip()
+        return None
     builtin = target.startswith("builtins.")
     if origin == "runner":  # one of the runner's own objects, put where the tests' code looks things up
         return (True, f"{target} was replaced by an object of the test runner {when}".strip()) if builtin else None

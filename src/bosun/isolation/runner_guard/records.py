@@ -90,7 +90,7 @@ class Fold:
             proc.update(session=True, worker=str(record.get("worker") or ""))
             self._plugins(record.get("plugins"))
         elif kind == "finish":
-            proc["finish"] = {k: record.get(k) for k in ("exitstatus", "collected", "failed")}
+            proc["finish"] = {k: record.get(k) for k in ("exitstatus", "collected", "failed", "seen_failed")}
             self._plugins(record.get("plugins"))
         elif kind == "report":
             self.reports.append({"path": str(record.get("path")), "sha256": record.get("sha256"), "pid": pid})

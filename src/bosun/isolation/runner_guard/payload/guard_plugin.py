@@ -9,8 +9,12 @@ audit events the hook accepts from this file's code only:
   with another status was ended by something else);
 * where every outcome that pytest's machinery raises (skip, xfail, fail, exit, unittest's SkipTest)
   came from, when that is tree code outside the test's own file;
-* a checkpoint after each test and at the end, where the hook compares the runner's objects with
-  what they were before the tree's code first ran;
+* a checkpoint before each test's call, after its teardown and at the end, where the hook compares
+  the runner's objects with what they were before the tree's code first ran; the hook callers pytest
+  calls, each test's own methods and function, and the test modules' names are compared with what
+  pytest made them;
+* how many failures pytest reported, counted the way the session counts them, beside the status
+  it ends with;
 * the report pytest wrote (its hash), so a report rewritten later does not match.
 
 Its state lives in closures made by ``pytest_configure``, which the hook accepts once per process.
@@ -66,6 +70,13 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
             where = rel(path) if path else None
             if where is not None:
                 found.append({"file": where, "name": str(name)[:120], "conftest": plugin in conftests})
+        for caller in list(vars(relay).values()):
+            for impl in getattr(caller, "get_hookimpls", lambda: [])():
+                code = getattr(impl.function, "__code__", None)
+                where = rel(code.co_filename) if code is not None else None
+                entry = {"file": where, "name": str(impl.plugin_name)[:120], "conftest": impl.plugin in conftests}
+                if where is not None and entry not in found:
+                    found.append(entry)
         for _plugin, dist in manager.list_plugin_distinfo():
             try:
                 location = rel(dist.locate_file(""))
@@ -111,6 +122,8 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
                 outcome(excinfo.typename, item.nodeid, call.when, place)
 
     def pytest_collectreport(report):
+        if report.failed:
+            failed[0] += 1
         longrepr = report.longrepr
         if report.outcome == "skipped" and isinstance(longrepr, tuple) and len(longrepr) == 3:
             place = rel(longrepr[0])
@@ -123,9 +136,53 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
             if place:
                 outcome(excinfo.typename, "", "session", place)
 
+    failed = [0]  # what Session.testsfailed should say, counted the way it counts
+
     def pytest_runtest_logreport(report):
+        if report.failed and not hasattr(report, "wasxfail"):
+            failed[0] += 1
         if report.when == "teardown":
             audit("bosun.runner_guard", "checkpoint", "test")
+
+    relay = manager.hook
+    relay_before = dict(vars(relay))
+
+    def check_items(item, when):
+        """The hook callers pytest calls, and this test's own methods and function, as pytest made them."""
+        found = []
+        live = vars(relay)
+        for name, caller in relay_before.items():
+            if live.get(name) is not caller:
+                found.append(("pytest hook " + name, live.get(name)))
+        own = vars(item)
+        for name, value in own.items():
+            if callable(value) and not isinstance(value, type) and any(name in vars(c) for c in type(item).__mro__):
+                found.append(("the method " + name + " of " + item.nodeid, value))
+        function = own.get("_obj")
+        code = getattr(function, "__code__", None)
+        if code is not None and rel(code.co_filename) != rel(getattr(item, "path", "")):
+            found.append(("the test function of " + item.nodeid, function))
+        if found:
+            audit("bosun.runner_guard", "replaced", {"when": when, "items": found[:10]})
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        check_items(item, "test")
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(item):
+        audit("bosun.runner_guard", "checkpoint", "call")  # right before pytest runs the test itself
+        yield
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(session, config, items):
+        modules = {}
+        for item in items:
+            module = getattr(item, "module", None) if hasattr(type(item), "module") else None
+            if module is not None:
+                modules[id(module)] = (getattr(module, "__name__", "?"), module)
+        audit("bosun.runner_guard", "watch", list(modules.values())[:500])
 
     def pytest_sessionstart(session):
         audit("bosun.runner_guard", "session", {"worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
@@ -134,7 +191,8 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_sessionfinish(session, exitstatus):
         audit("bosun.runner_guard", "finish", {"exitstatus": int(exitstatus), "collected": session.testscollected,
-                                                "failed": session.testsfailed, "plugins": tree_plugins()})
+                                                "failed": session.testsfailed, "seen_failed": failed[0],
+                                                "plugins": tree_plugins()})
         audit("bosun.runner_guard", "checkpoint", "sessionfinish")
         yield
         xml = getattr(config.option, "xmlpath", None)
@@ -153,6 +211,7 @@ def pytest_configure(config):  # noqa: C901 - one closure on purpose: its state 
 
     guard = Guard()
     for hook in (pytest_runtest_makereport, pytest_collectreport, pytest_keyboard_interrupt, pytest_runtest_logreport,
-                 pytest_sessionstart, pytest_sessionfinish):
+                 pytest_sessionstart, pytest_sessionfinish, pytest_runtest_protocol, pytest_runtest_call,
+                 pytest_collection_modifyitems):
         setattr(guard, hook.__name__, hook)
     manager.register(guard, "bosun-runner-guard-session")

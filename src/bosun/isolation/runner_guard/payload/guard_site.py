@@ -113,11 +113,14 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         return frame
 
     def note(kind, what, frame, hard=True, once=None):
+        at = where(frame)
+        if not at and kind not in ("guard_attacked", "guard_copy", "forged_guard", "report_written"):
+            return  # nothing of the tree on the stack: the environment's own doing
         if once is not None:
             if once in state["noted"]:
                 return
             state["noted"].add(once)
-        emit({"kind": "event", "event": kind, "what": what[:300], "hard": hard, "at": where(frame)})
+        emit({"kind": "event", "event": kind, "what": what[:300], "hard": hard, "at": at})
 
     def is_runner(name):
         return bool(name) and (name.split(".", 1)[0] in runner_tops or name in state["extra"])
@@ -189,7 +192,7 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                     place = origin(value)
                     if place or attr.startswith("__"):
                         found.append({"target": label + "." + attr, "origin": place, "when": when, "added": True})
-            elif sys.modules.get(label) is not owner and label != "builtins":
+            elif sys.modules.get(label) is not owner and label != "builtins" and not label.startswith("testmodule:"):
                 found.append({"target": "sys.modules[" + repr(label) + "]", "origin": origin(sys.modules.get(label)),
                               "when": when})
         for item in found[:12]:
@@ -197,6 +200,58 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             if key not in state["noted"]:
                 state["noted"].add(key)
                 emit(dict(item, kind="integrity"))
+
+    module_type = type(sys)
+
+    class Watched(module_type):
+        """A test module, as pytest imports it: writes into it from other code are reported."""
+
+        def __setattr__(self, name, value):
+            written(self, name)
+            module_type.__setattr__(self, name, value)
+
+        def __delattr__(self, name):
+            written(self, name)
+            module_type.__delattr__(self, name)
+
+    def written(module, name):
+        me = _thread.get_ident()
+        if me in busy:
+            return
+        busy.add(me)
+        try:
+            at = where(getframe(2))
+            own = in_tree(getattr(module, "__file__", "") or "")
+            if at and at[0].rsplit(":", 1)[0] != own:
+                emit({"kind": "event", "event": "test_module_written", "hard": True, "at": at,
+                      "what": "writes " + name + " into the test module " + str(own)})
+        except Exception:  # noqa: BLE001 - the guard must never break the program it watches
+            pass
+        finally:
+            busy.discard(me)
+
+    def watch_module(frame):
+        """pytest's assertion rewriter executes test modules and conftests itself: its frame holds the
+        module, whose class becomes :class:`Watched` before the module's first line runs."""
+        if frame is None or not frame.f_code.co_filename.endswith("assertion/rewrite.py"):
+            return
+        module = frame.f_locals.get("module")
+        if type(module) is module_type:
+            module.__class__ = Watched
+
+    def watch(modules):
+        """Test modules, as pytest imported them: the code under test has no business writing there."""
+        if state["snap"] is None:
+            return
+        for name, module in modules:
+            state["snap"].append(("testmodule:" + name, module, vars(module), dict(vars(module)), False))
+
+    def report_change(label, value, when):
+        key = label + "|" + str(id(value))
+        if key not in state["noted"]:
+            state["noted"].add(key)
+            emit({"kind": "integrity", "target": label, "origin": origin(value) if value is not None else "deleted",
+                  "when": when})
 
     def checkpoint(when, full):
         if state["snap"] is None:
@@ -208,14 +263,19 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
     frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
     watched_env = frozenset((b"BOSUN_RUNNER_GUARD", b"PYTHONPATH", b"PYTEST_ADDOPTS", b"PYTEST_PLUGINS",
                              b"PYTEST_DISABLE_PLUGIN_AUTOLOAD", b"PYTHONSTARTUP"))
+    direct = frozenset(("object.__getattr__", "sys.settrace", "sys.setprofile", "sys._getframe", "sys._current_frames",
+                        "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.dlopen", "ctypes.dlsym",
+                        "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof"))
+    two_paths = frozenset(("os.rename", "os.replace", "os.link", "os.symlink"))
     watched = frozenset((
         "import", "exec", "compile", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
         "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
         "gc.get_referents", "os.kill", "os.killpg", "os.putenv", "os.unsetenv", "open", "os.remove", "os.rename",
         "os.truncate", "os.chmod", "os.listdir", "os.scandir", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
         "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof", "bosun.runner_guard", "signal.pthread_kill",
+        "os.replace", "os.link", "os.symlink", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
     ))
-    reports = tuple(w.split("=", 1)[1] for w in os.environ.get("PYTEST_ADDOPTS", "").split()
+    reports = tuple(os.path.abspath(w.split("=", 1)[1]) for w in os.environ.get("PYTEST_ADDOPTS", "").split()
                     if w.startswith("--junitxml=") or w.startswith("--junit-xml="))
     protected = tuple(p for p in (fifo, guard_dir) if p)
 
@@ -242,9 +302,11 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                     state["allowed"] = frozenset(id(c) for c in allowed)
                 else:
                     note("guard_copy", "a second copy of bosun's runner guard ran", caller())
-            elif not state["tree_ran"] and in_tree(filename) is not None:
-                state["tree_ran"] = True
-                snapshot()  # before the first line of the tree's code runs
+            elif in_tree(filename) is not None:
+                if not state["tree_ran"]:
+                    state["tree_ran"] = True
+                    snapshot()  # before the first line of the tree's code runs
+                watch_module(caller())
             elif filename == "<string>" or filename.startswith("<"):
                 frame = caller()
                 if frame is not None and in_tree(frame.f_code.co_filename) is not None:
@@ -265,6 +327,11 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                 state["extra"].update(data)
             elif kind == "checkpoint":
                 checkpoint(data, full=data == "sessionfinish")
+            elif kind == "watch":
+                watch(data)
+            elif kind == "replaced":
+                for label, value in data["items"]:
+                    report_change(label, value, data["when"])
             else:
                 if kind == "session":
                     state["noted"].add("pytest")  # pytest undoes its own patches at exit: its end is the session's
@@ -275,46 +342,21 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         frame = caller(skip_inspect=event == "sys._getframe")
         if frame is None:
             return
+        if event in direct:
+            direct_event(event, args, frame)
+        else:
+            effect_event(event, args, frame)
+
+    def direct_event(event, args, frame):
+        """Events honest libraries cause all the time (logging reads frames): only the tree's own line
+        calling them counts."""
         rel = in_tree(frame.f_code.co_filename)
-        if event == "object.__getattr__":
-            if rel is not None and args[1] in frame_attrs:
-                note("frames", "reads another frame (" + args[1] + ")", frame, hard=False, once="fr" + rel)
-            return
-        if event in ("object.__setattr__", "object.__delattr__"):
-            if args[1] in ("__code__", "__class__", "__defaults__", "__kwdefaults__", "__dict__") and runner_object(args[0]):
-                note("runner_rewritten", "reassigns " + args[1] + " of the test runner's " +
-                     repr(getattr(args[0], "__qualname__", type(args[0]).__name__))[:80], frame)
-            return
-        if event == "open" or event.startswith("os."):
-            target = args[0] if args else None
-            if event in ("os.kill", "os.killpg", "signal.pthread_kill"):
-                if rel is not None and target in (0, pid, getpid(), os.getppid(), os.getpgid(0)):
-                    note("self_kill", "signals its own test process (" + event + ")", frame)
-                return
-            if event in ("os.putenv", "os.unsetenv"):
-                if rel is not None and target in watched_env:
-                    note("runner_env", "rewrites " + target.decode() + " for the processes it starts", frame)
-                return
-            if isinstance(target, bytes):
-                target = target.decode("utf-8", "replace")
-            if not isinstance(target, str):
-                return
-            if target.startswith("/proc/") and rel is not None:
-                if target.endswith(("/environ", "/mem")) or "/fd" in target:
-                    note("process_internals", "reads " + target, frame, once="proc" + target)
-                return
-            if event != "os.listdir" and event != "os.scandir":
-                path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
-                flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
-                writes = event != "open" or flags & (os.O_WRONLY | os.O_RDWR)
-                if writes and path.startswith(protected):
-                    note("guard_attacked", event + " " + path, frame)
-                elif writes and rel is not None and path in reports:
-                    note("report_written", "writes the test report pytest writes", frame)
-            return
         if rel is None:
             return
-        if event in ("sys.settrace", "sys.setprofile"):
+        if event == "object.__getattr__":
+            if args[1] in frame_attrs:
+                note("frames", "reads another frame (" + args[1] + ")", frame, hard=False, once="fr" + rel)
+        elif event in ("sys.settrace", "sys.setprofile"):
             note("tracing", "installs a " + event[4:] + " hook", frame, hard=False, once="tr" + rel)
         elif event == "sys._getframe":
             note("frames", "reads the call stack (sys._getframe)", frame, hard=False, once="gf" + rel)
@@ -322,10 +364,70 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             note("frames", "reads every thread's stack", frame, hard=False, once="cf" + rel)
         elif event.startswith("gc."):
             note("gc", "walks the garbage collector (" + event + ")", frame, hard=False, once="gc" + rel)
-        elif event == "compile":
-            pass
         elif event.startswith("ctypes."):
             note("ctypes", "reaches raw memory through ctypes", frame, hard=False, once="ct" + rel)
+
+    def effect_event(event, args, frame):
+        """Events that matter whatever library the tree's code went through (``Path.write_text``,
+        ``os.environ[...] = ``): attributed to the innermost frame of the tree on the stack, and
+        looked at only once a cheap test says the event is one of those."""
+        if event in ("object.__setattr__", "object.__delattr__"):
+            rewritten(args, frame)
+            return
+        if event in ("os.kill", "os.killpg", "signal.pthread_kill"):
+            if args and args[0] in (0, pid, getpid(), os.getppid(), os.getpgid(0)):
+                note("self_kill", "signals its own test process (" + event + ")", frame)
+            return
+        if event in ("os.putenv", "os.unsetenv"):
+            key = args[0] if args else b""
+            if key in watched_env:
+                guard = key == b"BOSUN_RUNNER_GUARD"
+                note("runner_env", "rewrites " + key.decode() + " for the processes it starts", frame, hard=guard)
+            return
+        if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+            words = " ".join(str(a) for a in (args[1] if len(args) > 1 and isinstance(args[1], (list, tuple))
+                                              else args[:1]))
+            if any(p in words for p in (*protected, *reports)):
+                note("guard_attacked", "runs a program on bosun's guard or the test report: " + words[:200], frame)
+            return
+        paths = [a for a in (args[:2] if event in two_paths else args[:1])]
+        for target in paths:
+            if isinstance(target, bytes):
+                target = target.decode("utf-8", "replace")
+            if isinstance(target, str):
+                path_event(event, args, target, frame)
+
+    def path_event(event, args, target, frame):
+        if target.startswith("/proc/"):
+            if target.endswith(("/environ", "/mem")):
+                note("process_internals", "reads " + target, frame, once="proc" + target)
+            elif "/fd" in target:
+                note("process_internals", "lists " + target, frame, hard=False, once="proc" + target)
+            return
+        if event in ("os.listdir", "os.scandir"):
+            return
+        path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
+        flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
+        if event == "open" and not flags & (os.O_WRONLY | os.O_RDWR):
+            return
+        if path.startswith(protected):
+            note("guard_attacked", event + " " + path, frame)
+        elif path in reports:
+            note("report_written", "writes the test report pytest writes (" + event + ")", frame)
+
+    def rewritten(args, frame):
+        obj, name = args[0], args[1]
+        if name not in ("__code__", "__class__", "__defaults__", "__kwdefaults__", "__dict__"):
+            return
+        if runner_object(obj):
+            note("runner_rewritten", "reassigns " + name + " of the test runner's " +
+                 repr(getattr(obj, "__qualname__", type(obj).__name__))[:80], frame)
+            return
+        code = getattr(obj, "__code__", None) if name != "__class__" else None
+        places = where(frame, 1)
+        if code is not None and places and in_tree(code.co_filename) != places[0].rsplit(":", 1)[0]:
+            note("code_rewritten", "reassigns " + name + " of " + repr(getattr(obj, "__qualname__", "?"))[:80] +
+                 ", a function of another file", frame)
 
     def hook(event, args):
         if event not in watched:

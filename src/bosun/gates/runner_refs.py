@@ -142,7 +142,11 @@ def _node_refs(node: ast.AST, imports: dict[str, str]) -> list[Ref | None]:
     if isinstance(node, ast.Import):
         return [_module_ref(a.name, line) for a in node.names]
     if isinstance(node, ast.ImportFrom):
-        return [_module_ref(node.module or "", line)] if not node.level else []
+        if node.level:
+            return []
+        if node.module == "unittest":  # `from unittest import mock` is unittest.mock
+            return [_module_ref(f"unittest.{a.name}", line) for a in node.names]
+        return [_module_ref(node.module or "", line)]
     if isinstance(node, ast.Constant | ast.BinOp | ast.JoinedStr):
         text = fold(node)
         if text and _names_internals(text):
@@ -173,7 +177,7 @@ def _module_ref(module: str, line: int) -> Ref | None:
         return Ref(line, f"imports the test runner's internals ({module})", True)
     if top == "pytest":
         return Ref(line, "imports pytest", False)
-    if top == "unittest" and module != "unittest.mock":
+    if top == "unittest" and not module.startswith("unittest.mock"):
         return Ref(line, f"imports {module}", False)
     return None
 

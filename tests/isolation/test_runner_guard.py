@@ -141,6 +141,7 @@ def test_the_environments_own_sitecustomize_still_runs_and_the_trees_never_does(
         ("dist_info_plugin", "pytest loaded a plugin from the change (calc_compat"),
         ("ini_addopts", "pytest loaded a plugin from the change (calc.py)"),
         ("test_global_thread", "writes add into the test module tests/test_calc.py"),
+        ("test_code_swap", "a function of tests/test_calc.py"),
     ],
 )
 def test_each_way_to_grade_itself_is_refused(tmp_path, mode, says):
@@ -196,3 +197,35 @@ def test_an_interpreter_without_the_guard_is_seen_as_unguarded(tmp_path):
 def test_write(tmp_path):
     write("path_python", tmp_path)
     assert (tmp_path / "node_modules" / ".bin" / "python3").stat().st_mode & 0o111
+
+
+UNITTEST_WRAP = '''import importlib
+
+_case = importlib.import_module(bytes([117, 110, 105, 116, 116, 101, 115, 116, 46, 99, 97, 115, 101]).decode())
+_run = _case.TestCase.run
+
+
+def _run_quietly(self, result=None):
+    return _run(self, None)  # the result pytest or unittest passed in never hears of a failure
+
+
+_case.TestCase.run = _run_quietly
+
+''' + BUG
+
+UNITTESTS = '''import unittest
+
+from calc import add
+
+
+class TestAdd(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+'''
+
+
+def test_the_unittest_runner_is_guarded_too(tmp_path):
+    cmd, hard, _ = verify(tmp_path, {"calc.py": UNITTEST_WRAP}, run=[sys.executable, "-m", "unittest", "-q", "tests.test_unit"],
+                          start={"tests/__init__.py": "", "tests/test_unit.py": UNITTESTS})
+    assert cmd["exit_code"] == 0, cmd["output_tail"]  # "OK": the failure went nowhere
+    assert any("unittest.case.TestCase.run was replaced by calc.py" in h for h in hard), (hard, cmd["runner"])

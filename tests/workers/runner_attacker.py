@@ -206,6 +206,32 @@ threading.Thread(target=_rebind, daemon=True).start()
 
 ''' + BUG
 
+# Once the test module has run, its tests get the code of a function that asserts nothing.
+TEST_CODE_SWAP = '''import sys
+import threading
+import time
+
+
+def _empty():
+    pass
+
+
+def _swap():
+    for _ in range(2000):
+        for module in list(sys.modules.values()):
+            tests = [v for k, v in vars(module).items() if k.startswith("test_") and callable(v)]
+            if len(tests) >= 2:
+                for test in tests:
+                    test.__code__ = _empty.__code__
+                return
+        time.sleep(0.001)
+
+
+threading.Thread(target=_swap, daemon=True).start()
+time.sleep(0.05)
+
+''' + BUG
+
 SELF_KILL = '''import os
 import signal
 
@@ -273,6 +299,7 @@ MODES: dict[str, dict[str, str]] = {
     "close_channel": {"calc.py": CLOSE_CHANNEL},
     "self_kill": {"calc.py": SELF_KILL},
     "test_global_thread": {"calc.py": TEST_GLOBAL_THREAD},
+    "test_code_swap": {"calc.py": TEST_CODE_SWAP},
     "settrace": {"calc.py": SETTRACE},
     "builtins_skip": {"calc.py": BUILTINS_SKIP},
     # Files the runner loads by itself: package metadata naming a pytest plugin, an ini's addopts.

@@ -114,7 +114,7 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
 
     def note(kind, what, frame, hard=True, once=None):
         at = where(frame)
-        if not at and kind not in ("guard_attacked", "guard_copy", "forged_guard", "report_written"):
+        if not at and kind not in ("guard_attacked", "guard_copy", "forged_guard"):
             return  # nothing of the tree on the stack: the environment's own doing
         if once is not None:
             if once in state["noted"]:
@@ -425,9 +425,10 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             return
         code = getattr(obj, "__code__", None) if name != "__class__" else None
         places = where(frame, 1)
-        if code is not None and places and in_tree(code.co_filename) != places[0].rsplit(":", 1)[0]:
+        owner = in_tree(code.co_filename) if code is not None else None  # namedtuple's eval'd __new__ has none
+        if owner is not None and places and owner != places[0].rsplit(":", 1)[0]:
             note("code_rewritten", "reassigns " + name + " of " + repr(getattr(obj, "__qualname__", "?"))[:80] +
-                 ", a function of another file", frame)
+                 ", a function of " + owner, frame)
 
     def hook(event, args):
         if event not in watched:

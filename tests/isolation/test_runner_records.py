@@ -71,8 +71,9 @@ def test_the_guards_directory_is_read_only_and_holds_its_bytecode(tmp_path: Path
     try:
         files = sorted(p.relative_to(guard.dir).as_posix() for p in guard.dir.rglob("*") if p.is_file())
         tag = sys.implementation.cache_tag
-        assert files == [f"__pycache__/bosun_runner_guard.{tag}.pyc", f"__pycache__/sitecustomize.{tag}.pyc",
-                         "bosun_runner_guard.py", "sitecustomize.py"]
+        assert files == [f"__pycache__/bosun_runner_guard.{tag}.pyc", f"__pycache__/bosun_runner_guard_integrity.{tag}.pyc",
+                         f"__pycache__/sitecustomize.{tag}.pyc", "bosun_runner_guard.py",
+                         "bosun_runner_guard_integrity.py", "sitecustomize.py"]
         assert all(not os.access(guard.dir / f, os.W_OK) or os.geteuid() == 0 for f in files)
         assert (guard.dir / "sitecustomize.py").read_bytes() == (PAYLOAD / "guard_site.py").read_bytes()
         assert guard.dir.parent == home.parent  # beside the HOME, not in it: the sandbox lets commands write HOME

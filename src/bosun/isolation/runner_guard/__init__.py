@@ -40,7 +40,8 @@ from bosun.isolation.runner_guard.records import Fold
 ENV = "BOSUN_RUNNER_GUARD"
 PLUGIN_MODULE = "bosun_runner_guard"
 PAYLOAD = Path(__file__).resolve().parent / "payload"
-_FILES = {"guard_site.py": "sitecustomize.py", "guard_plugin.py": f"{PLUGIN_MODULE}.py"}
+_FILES = {"guard_site.py": "sitecustomize.py", "guard_plugin.py": f"{PLUGIN_MODULE}.py",
+          "guard_integrity.py": f"{PLUGIN_MODULE}_integrity.py"}
 _POLL_MS = 100
 
 

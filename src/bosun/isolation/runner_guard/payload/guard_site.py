@@ -1,27 +1,23 @@
 """bosun's runner guard, loaded as ``sitecustomize`` by every Python process a verify command starts.
 
-This file is not part of bosun's own import graph: bosun copies it, as ``sitecustomize.py``, into a
-directory of its own that it puts first on the verify command's ``PYTHONPATH``, outside the tree under
-test and (under the sandbox) read-only to it. Python imports it at start-up, before any code of the
-tree runs, and it installs an audit hook (``sys.addaudithook``; a hook cannot be removed).
+Not part of bosun's import graph: bosun copies it, as ``sitecustomize.py``, into a directory of its
+own that goes first on the verify command's ``PYTHONPATH``, outside the tree under test and (under the
+sandbox) read-only to it. Python imports it at start-up, before any code of the tree runs, and it
+installs an audit hook (``sys.addaudithook``; a hook cannot be removed).
 
 Invariant: **what the code under test does to the test runner is written, at the moment it happens,
-to a channel bosun reads outside the verify process.** The hook records events no honest code under
-test produces: code of the tree reaching frames, the garbage collector or tracing hooks; ``__code__``
-or ``__class__`` of the runner's objects reassigned; the runner's environment variables rewritten;
-the channel, the guard or the process itself attacked. Records go through a FIFO opened once; bytes
-written to a pipe cannot be taken back, and a record is written before the event it reports takes
-effect. Each record carries a keyed hash: the key reaches this process in its environment and is
-replaced there by a key derived from it before any code of the tree runs, so a process can only
-forge records of the processes it starts, never its own or its parent's.
+to a channel bosun reads outside the verify process.** The hook records what no honest code under
+test does: reach frames, the garbage collector or trace hooks; reassign ``__code__`` or ``__class__``
+of the runner's objects; rewrite the runner's environment; attack the channel, the guard or its own
+process. Records go through a FIFO opened once (bytes written to a pipe cannot be taken back), each
+before the event it reports takes effect, each with a keyed hash whose key this process replaces, in
+its environment, by one derived from it before any code of the tree runs: a process can only forge
+the records of the processes it starts.
 
-The pytest plugin beside it (``bosun_runner_guard``) reports what only pytest knows (the session's
-exit status, where an outcome was raised, which plugins came from the tree) through custom audit
-events that this hook accepts only from the plugin's own code.
-
-Everything here is in closures: nothing the tree can reach by name holds the channel or the key.
-Syntax stays within Python 3.8 (the verify interpreter may be older than bosun's); an interpreter
-without audit hooks runs unguarded, which bosun sees as the absence of records.
+The pytest plugin beside it (``bosun_runner_guard``) reports what only pytest knows through custom
+audit events this hook accepts from the plugin's own code only. Everything here is in closures:
+nothing the tree can reach by name holds the channel or the key. Syntax stays within Python 3.8; an
+interpreter without audit hooks runs unguarded, which bosun sees as the absence of records.
 """
 
 import os
@@ -131,75 +127,13 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             mod = getattr(type(obj), "__module__", "")
         return is_runner(mod)
 
-    # -- the runner's objects as they were before any code of the tree ran --------------------------
+    # The runner's objects as they were before any code of the tree ran, and the checkpoints that
+    # compare them (a module of its own, imported now and forgotten by name: only closures hold it).
+    from bosun_runner_guard_integrity import integrity
 
-    def snapshot():
-        mods = {}
-        for name, mod in list(sys.modules.items()):
-            if mod is not None and (is_runner(name) or name == "builtins"):
-                mods[name] = mod
-        snap = []
-        hot = []
-        for name, mod in mods.items():
-            try:
-                items = list(vars(mod).items())
-            except TypeError:
-                continue
-            snap.append((name, mod, vars(mod), dict(items), False))
-            for attr, value in items if name != "builtins" else ():
-                if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    entry = (name + "." + attr, value, value.__dict__, dict(value.__dict__), True)
-                    snap.append(entry)
-                    if name.startswith(("_pytest.python", "_pytest.runner", "_pytest.nodes", "_pytest.main",
-                                        "_pytest.reports", "_pytest.outcomes", "pluggy._")):
-                        hot.append(entry)
-        state["snap"] = snap
-        state["runner_ids"] = {id(v) for name, _, _, before, is_class in snap if name != "builtins" and not is_class
-                               for v in before.values() if callable(v)}
-        state["hot"] = hot + [e for e in snap if not e[4] and e[0] in ("builtins", "_pytest.runner", "_pytest.python")]
-
-    def origin(value):
-        """Where ``value`` was written: ``"calc.py:3"`` in the tree, ``"runner"`` (one of the runner's
-        own objects, moved), ``""`` elsewhere in the environment, None for what names no file."""
-        if id(value) in state["runner_ids"]:
-            return "runner"
-        code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)
-        if code is None and isinstance(value, type):
-            mod = sys.modules.get(getattr(value, "__module__", "") or "")
-            path = getattr(mod, "__file__", None)
-            return (in_tree(path) or "") if path else ""
-        if code is None:
-            return None  # a builtin or a C callable: nothing says where it came from
-        rel = in_tree(code.co_filename)
-        return rel + ":" + str(code.co_firstlineno) if rel is not None else ""
-
-    def compare(entries, when):
-        found = []
-        for label, owner, live, before, is_class in entries:
-            if live is None:
-                continue
-            for attr, old in before.items():
-                new = live.get(attr, _MISSING)
-                if new is old:
-                    continue
-                if not (callable(old) or isinstance(old, (type(sys), staticmethod, classmethod, property))):
-                    continue  # state the runner itself rebinds while it runs (_reprcompare, maxDiff, ...)
-                found.append({"target": label + "." + attr, "origin": origin(new) if new is not _MISSING else "deleted",
-                              "when": when})
-            if is_class:
-                for attr in live.keys() - before.keys():
-                    value = live[attr]
-                    place = origin(value)
-                    if place or attr.startswith("__"):
-                        found.append({"target": label + "." + attr, "origin": place, "when": when, "added": True})
-            elif sys.modules.get(label) is not owner and label != "builtins" and not label.startswith("testmodule:"):
-                found.append({"target": "sys.modules[" + repr(label) + "]", "origin": origin(sys.modules.get(label)),
-                              "when": when})
-        for item in found[:12]:
-            key = item["target"] + "|" + str(item["origin"])
-            if key not in state["noted"]:
-                state["noted"].add(key)
-                emit(dict(item, kind="integrity"))
+    sys.modules.pop("bosun_runner_guard_integrity", None)
+    snapshot, watch, report_change, checkpoint = integrity(state, emit, in_tree, is_runner)
+    del integrity
 
     module_type = type(sys)
 
@@ -239,30 +173,15 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         if type(module) is module_type:
             module.__class__ = Watched
 
-    def watch(modules):
-        """Test modules, as pytest imported them: the code under test has no business writing there."""
-        if state["snap"] is None:
-            return
-        for name, module in modules:
-            state["snap"].append(("testmodule:" + name, module, vars(module), dict(vars(module)), False))
-
-    def report_change(label, value, when):
-        key = label + "|" + str(id(value))
-        if key not in state["noted"]:
-            state["noted"].add(key)
-            emit({"kind": "integrity", "target": label, "origin": origin(value) if value is not None else "deleted",
-                  "when": when})
-
-    def checkpoint(when, full):
-        if state["snap"] is None:
-            return
-        compare(state["snap"] if full else state["hot"], when)
-
     # -- the hook --------------------------------------------------------------------------------------
 
     frame_attrs = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
     watched_env = frozenset((b"BOSUN_RUNNER_GUARD", b"PYTHONPATH", b"PYTEST_ADDOPTS", b"PYTEST_PLUGINS",
                              b"PYTEST_DISABLE_PLUGIN_AUTOLOAD", b"PYTHONSTARTUP"))
+    direct_notes = {"sys.settrace": ("tracing", "installs a trace hook"), "sys.setprofile": ("tracing", "installs a "
+                    "profile hook"), "sys._getframe": ("frames", "reads the call stack"), "sys._current_frames": (
+                    "frames", "reads every thread's stack"), "gc": ("gc", "walks the garbage collector"),
+                    "ctypes": ("ctypes", "reaches raw memory through ctypes")}
     direct = frozenset(("object.__getattr__", "sys.settrace", "sys.setprofile", "sys._getframe", "sys._current_frames",
                         "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.dlopen", "ctypes.dlsym",
                         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof"))
@@ -349,23 +268,15 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
 
     def direct_event(event, args, frame):
         """Events honest libraries cause all the time (logging reads frames): only the tree's own line
-        calling them counts."""
+        calling them counts, as a reason for review."""
         rel = in_tree(frame.f_code.co_filename)
-        if rel is None:
-            return
         if event == "object.__getattr__":
-            if args[1] in frame_attrs:
+            if rel is not None and args[1] in frame_attrs:
                 note("frames", "reads another frame (" + args[1] + ")", frame, hard=False, once="fr" + rel)
-        elif event in ("sys.settrace", "sys.setprofile"):
-            note("tracing", "installs a " + event[4:] + " hook", frame, hard=False, once="tr" + rel)
-        elif event == "sys._getframe":
-            note("frames", "reads the call stack (sys._getframe)", frame, hard=False, once="gf" + rel)
-        elif event == "sys._current_frames":
-            note("frames", "reads every thread's stack", frame, hard=False, once="cf" + rel)
-        elif event.startswith("gc."):
-            note("gc", "walks the garbage collector (" + event + ")", frame, hard=False, once="gc" + rel)
-        elif event.startswith("ctypes."):
-            note("ctypes", "reaches raw memory through ctypes", frame, hard=False, once="ct" + rel)
+            return
+        kind, what = direct_notes.get(event) or direct_notes[event.split(".")[0]]
+        if rel is not None:
+            note(kind, what + " (" + event + ")", frame, hard=False, once=kind + rel)
 
     def effect_event(event, args, frame):
         """Events that matter whatever library the tree's code went through (``Path.write_text``,
@@ -424,6 +335,9 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                  repr(getattr(obj, "__qualname__", type(obj).__name__))[:80], frame)
             return
         code = getattr(obj, "__code__", None) if name != "__class__" else None
+        if code is not None and code.co_filename.startswith(guard_dir):
+            note("guard_attacked", "reassigns " + name + " of bosun's runner guard", frame)
+            return
         places = where(frame, 1)
         owner = in_tree(code.co_filename) if code is not None else None  # namedtuple's eval'd __new__ has none
         if owner is not None and places and owner != places[0].rsplit(":", 1)[0]:
@@ -474,7 +388,6 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         os.environ["PYTEST_ADDOPTS"] = (os.environ.get("PYTEST_ADDOPTS", "") + " -p bosun_runner_guard").strip()
 
 
-_MISSING = object()
 _install()
 del _install
 

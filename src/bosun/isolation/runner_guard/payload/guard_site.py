@@ -79,6 +79,8 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             kill(getpid(), 9)
         state["sent"] += 1
 
+    files = {}
+
     def in_tree(filename):
         if not filename or filename[0] == "<":
             return None
@@ -92,21 +94,29 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         return None
 
     def where(frame, limit=6):
-        """Tree frames from ``frame`` outwards: ``["calc.py:3", ...]``."""
+        """Tree frames from ``frame`` outwards: ``["calc.py:3", ...]``. A frame's module is read from its
+        globals (reading ``f_code`` is itself an audit event, and stacks are deep)."""
         out = []
         while frame is not None and len(out) < limit:
-            rel = in_tree(frame.f_code.co_filename)
+            rel = tree_file(frame)
             if rel is not None:
                 out.append(rel + ":" + str(frame.f_lineno))
             frame = frame.f_back
         return out
 
-    def caller(skip_inspect=False):
-        """The frame whose code raised the event (``getframe(0)`` is ``handle``, 1 is the hook)."""
-        frame = getframe(3)
-        while skip_inspect and frame is not None and frame.f_code.co_filename.endswith(("/inspect.py",)):
+    def caller(skip_inspect=False, depth=3):
+        """The frame whose code raised the event (``getframe(0)`` is this, 1 ``handle``, 2 the hook)."""
+        frame = getframe(depth)
+        while skip_inspect and frame is not None and str(frame.f_globals.get("__file__")).endswith("/inspect.py"):
             frame = frame.f_back
         return frame
+
+    def tree_file(frame):
+        """The tree-relative file of ``frame``'s module, or None (from its globals: ``f_code`` is audited)."""
+        path = frame.f_globals.get("__file__")
+        if path not in files:
+            files[path] = in_tree(path) if isinstance(path, str) else None
+        return files[path]
 
     def note(kind, what, frame, hard=True, once=None):
         at = where(frame)
@@ -187,7 +197,7 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                         "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.addressof"))
     two_paths = frozenset(("os.rename", "os.replace", "os.link", "os.symlink"))
     watched = frozenset((
-        "import", "exec", "compile", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
+        "import", "exec", "object.__setattr__", "object.__delattr__", "object.__getattr__", "sys._getframe",
         "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
         "gc.get_referents", "os.kill", "os.killpg", "os.putenv", "os.unsetenv", "open", "os.remove", "os.rename",
         "os.truncate", "os.chmod", "os.listdir", "os.scandir", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
@@ -258,18 +268,17 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                 rec["kind"] = kind
                 emit(rec)
             return
-        frame = caller(skip_inspect=event == "sys._getframe")
-        if frame is None:
-            return
         if event in direct:
-            direct_event(event, args, frame)
+            frame = caller(skip_inspect=event == "sys._getframe")
+            if frame is not None:
+                direct_event(event, args, frame)
         else:
-            effect_event(event, args, frame)
+            effect_event(event, args)
 
     def direct_event(event, args, frame):
         """Events honest libraries cause all the time (logging reads frames): only the tree's own line
         calling them counts, as a reason for review."""
-        rel = in_tree(frame.f_code.co_filename)
+        rel = tree_file(frame)
         if event == "object.__getattr__":
             if rel is not None and args[1] in frame_attrs:
                 note("frames", "reads another frame (" + args[1] + ")", frame, hard=False, once="fr" + rel)
@@ -278,75 +287,75 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         if rel is not None:
             note(kind, what + " (" + event + ")", frame, hard=False, once=kind + rel)
 
-    def effect_event(event, args, frame):
+    def effect_event(event, args):
         """Events that matter whatever library the tree's code went through (``Path.write_text``,
-        ``os.environ[...] = ``): attributed to the innermost frame of the tree on the stack, and
-        looked at only once a cheap test says the event is one of those."""
+        ``os.environ[...] = ``): a cheap test first says whether the event is one of those; then it is
+        attributed to the innermost frame of the tree on the stack."""
+        found = None
         if event in ("object.__setattr__", "object.__delattr__"):
-            rewritten(args, frame)
-            return
-        if event in ("os.kill", "os.killpg", "signal.pthread_kill"):
+            found = rewritten(args)
+        elif event in ("os.kill", "os.killpg", "signal.pthread_kill"):
             if args and args[0] in (0, pid, getpid(), os.getppid(), os.getpgid(0)):
-                note("self_kill", "signals its own test process (" + event + ")", frame)
-            return
-        if event in ("os.putenv", "os.unsetenv"):
+                found = ("self_kill", "signals its own test process (" + event + ")", True)
+        elif event in ("os.putenv", "os.unsetenv"):
             key = args[0] if args else b""
             if key in watched_env:
-                guard = key == b"BOSUN_RUNNER_GUARD"
-                note("runner_env", "rewrites " + key.decode() + " for the processes it starts", frame, hard=guard)
-            return
-        if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+                found = ("runner_env", "rewrites " + key.decode() + " for the processes it starts",
+                         key == b"BOSUN_RUNNER_GUARD")
+        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
             words = " ".join(str(a) for a in (args[1] if len(args) > 1 and isinstance(args[1], (list, tuple))
                                               else args[:1]))
             if any(p in words for p in (*protected, *reports)):
-                note("guard_attacked", "runs a program on bosun's guard or the test report: " + words[:200], frame)
-            return
-        paths = [a for a in (args[:2] if event in two_paths else args[:1])]
-        for target in paths:
-            if isinstance(target, bytes):
-                target = target.decode("utf-8", "replace")
-            if isinstance(target, str):
-                path_event(event, args, target, frame)
+                found = ("guard_attacked", "runs a program on bosun's guard or the test report: " + words[:200], True)
+        else:
+            for target in args[:2] if event in two_paths else args[:1]:
+                if isinstance(target, bytes):
+                    target = target.decode("utf-8", "replace")
+                if isinstance(target, str):
+                    found = found or path_event(event, args, target)
+        if found is not None:
+            kind, what, hard = found
+            note(kind, what, caller(depth=4), hard=hard, once=kind + what if kind == "process_internals" else None)
 
-    def path_event(event, args, target, frame):
+    def path_event(event, args, target):
         if target.startswith("/proc/"):
             if target.endswith(("/environ", "/mem")):
-                note("process_internals", "reads " + target, frame, once="proc" + target)
-            elif "/fd" in target:
-                note("process_internals", "lists " + target, frame, hard=False, once="proc" + target)
-            return
+                return ("process_internals", "reads " + target, True)
+            if "/fd" in target:
+                return ("process_internals", "lists " + target, False)
+            return None
         if event in ("os.listdir", "os.scandir"):
-            return
-        path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
+            return None
         flags = args[2] if event == "open" and len(args) > 2 and isinstance(args[2], int) else 0
         if event == "open" and not flags & (os.O_WRONLY | os.O_RDWR):
-            return
+            return None
+        path = target if target.startswith("/") else os.path.join(os.getcwd(), target)
         if path.startswith(protected):
-            note("guard_attacked", event + " " + path, frame)
-        elif path in reports:
-            note("report_written", "writes the test report pytest writes (" + event + ")", frame)
+            return ("guard_attacked", event + " " + path, True)
+        if path in reports:
+            return ("report_written", "writes the test report pytest writes (" + event + ")", True)
+        return None
 
-    def rewritten(args, frame):
+    def rewritten(args):
         obj, name = args[0], args[1]
         if name not in ("__code__", "__class__", "__defaults__", "__kwdefaults__", "__dict__"):
-            return
-        if runner_object(obj):
-            note("runner_rewritten", "reassigns " + name + " of the test runner's " +
-                 repr(getattr(obj, "__qualname__", type(obj).__name__))[:80], frame)
-            return
+            return None
         code = getattr(obj, "__code__", None) if name != "__class__" else None
+        if runner_object(obj):
+            return ("runner_rewritten", "reassigns " + name + " of the test runner's " +
+                    repr(getattr(obj, "__qualname__", type(obj).__name__))[:80], True)
         if code is not None and code.co_filename.startswith(guard_dir):
-            note("guard_attacked", "reassigns " + name + " of bosun's runner guard", frame)
-            return
-        places = where(frame, 1)
+            return ("guard_attacked", "reassigns " + name + " of bosun's runner guard", True)
         owner = in_tree(code.co_filename) if code is not None else None  # namedtuple's eval'd __new__ has none
+        places = where(caller(depth=5), 1) if owner is not None else []
         if owner is not None and places and owner != places[0].rsplit(":", 1)[0]:
-            note("code_rewritten", "reassigns " + name + " of " + repr(getattr(obj, "__qualname__", "?"))[:80] +
-                 ", a function of " + owner, frame)
+            return ("code_rewritten", "reassigns " + name + " of " + repr(getattr(obj, "__qualname__", "?"))[:80] +
+                    ", a function of " + owner, True)
+        return None
 
     def hook(event, args):
-        if event not in watched:
-            return
+        if event not in watched or (event == "object.__getattr__" and args[1] not in frame_attrs):
+            return  # (f_code, __code__ and __defaults__ are read thousands of times by honest code)
         me = _thread.get_ident()
         if me in busy:
             return

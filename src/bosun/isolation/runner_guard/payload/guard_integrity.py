@@ -42,13 +42,16 @@ def integrity(state, emit, in_tree, is_runner):  # noqa: C901 - closures on purp
                                         "_pytest.reports", "_pytest.outcomes", "pluggy._")):
                         hot.append(entry)
         state["snap"] = snap
-        state["runner_ids"] = {id(v) for name, _, _, before, is_class in snap if name != "builtins" and not is_class
-                               for v in before.values() if callable(v)}
+        state["runner_ids"] = None  # made when a change needs it: every id() is an audit event
         state["hot"] = hot + [e for e in snap if not e[4] and e[0] in ("builtins", "_pytest.runner", "_pytest.python")]
 
     def origin(value):
         """Where ``value`` was written: ``"calc.py:3"`` in the tree, ``"runner"`` (one of the runner's
         own objects, moved), ``""`` elsewhere in the environment, None for what names no file."""
+        if state["runner_ids"] is None:
+            state["runner_ids"] = {id(v) for name, _, _, before, is_class in state["snap"]
+                                   if name != "builtins" and not is_class and not name.startswith("testmodule:")
+                                   for v in before.values() if callable(v)}
         if id(value) in state["runner_ids"]:
             return "runner"
         code = getattr(value, "__code__", None) or getattr(getattr(value, "__func__", None), "__code__", None)

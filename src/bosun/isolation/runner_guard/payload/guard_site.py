@@ -216,11 +216,12 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
             code = args[0]
             filename = getattr(code, "co_filename", "")
             name, state["importing"] = state["importing"], None
-            if name and "." not in name and state["loaded"] < 300:
-                rel = in_tree(filename)
-                if rel is not None:  # reported now: a process that ends abruptly still told where it loaded it from
-                    state["loaded"] += 1
-                    emit({"kind": "modules", "modules": {name: rel}})
+            if filename[:1] == "<":  # code built from a string (dataclasses and namedtuple do it all the time)
+                frame = caller()
+                if frame is not None and tree_file(frame) is not None:
+                    note("dynamic_code", "runs code built from a string", frame, hard=False,
+                         once="dyn" + str(frame.f_lineno))
+                return
             if filename == plugin_path:
                 if state["plugin_code"] is None:
                     state["plugin_code"] = code
@@ -231,16 +232,17 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
                     state["allowed"] = frozenset(id(c) for c in allowed)
                 else:
                     note("guard_copy", "a second copy of bosun's runner guard ran", caller())
-            elif in_tree(filename) is not None:
-                if not state["tree_ran"]:
-                    state["tree_ran"] = True
-                    snapshot()  # before the first line of the tree's code runs
-                watch_module(caller())
-            elif filename == "<string>" or filename.startswith("<"):
-                frame = caller()
-                if frame is not None and in_tree(frame.f_code.co_filename) is not None:
-                    note("dynamic_code", "runs code built from a string", frame, hard=False,
-                         once="dyn" + str(frame.f_lineno))
+                return
+            rel = in_tree(filename)
+            if rel is None:
+                return
+            if name and "." not in name and state["loaded"] < 300:
+                state["loaded"] += 1  # reported now: a process that ends abruptly still said where it loaded it from
+                emit({"kind": "modules", "modules": {name: rel}})
+            if not state["tree_ran"]:
+                state["tree_ran"] = True
+                snapshot()  # before the first line of the tree's code runs
+            watch_module(caller())
             return
         if event == "bosun.runner_guard":
             frame = caller()

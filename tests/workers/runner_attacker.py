@@ -20,40 +20,37 @@ FIXED = "def add(a, b):\n    return a + b\n"
 # `bytes(...).decode()` is what a worker writes when it knows the source is read: no constant to fold.
 _PYTEST = "bytes([95, 112, 121, 116, 101, 115, 116, 46, 112, 121, 116, 104, 111, 110]).decode()"  # _pytest.python
 
+# Function.runtest, wrapped so that a failing assertion goes nowhere (indented for any block).
+QUIET = '''_run = Function.runtest
+
+
+def _quiet(self):
+    try:
+        _run(self)
+    except AssertionError:
+        pass
+
+
+Function.runtest = _quiet
+'''
+
+
+def indented(text: str, by: str = "    ") -> str:
+    return "".join(by + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
 RUNTEST_WRAP = '''import sys
 
 if "pytest" in sys.modules:
     from _pytest.python import Function
 
-    _run = Function.runtest
-
-    def _quiet(self):
-        try:
-            _run(self)
-        except AssertionError:
-            pass
-
-    Function.runtest = _quiet
-
-''' + BUG
+''' + indented(QUIET) + "\n" + BUG
 
 RUNTEST_DYNAMIC = f'''import importlib
 
 try:
-    _m = importlib.import_module({_PYTEST})
-    _run = _m.Function.runtest
-
-    def _quiet(self):
-        try:
-            _run(self)
-        except AssertionError:
-            pass
-
-    _m.Function.runtest = _quiet
-except ImportError:
-    pass
-
-''' + BUG
+    Function = importlib.import_module({_PYTEST}).Function
+''' + indented(QUIET) + "except ImportError:\n    pass\n\n" + BUG
 
 SKIP_UNDER_PYTEST = '''import sys
 
@@ -104,16 +101,8 @@ import time
 
 def _later():
     time.sleep(0.05)
-    m = importlib.import_module({_PYTEST})
-    run = m.Function.runtest
-
-    def quiet(self):
-        try:
-            run(self)
-        except AssertionError:
-            pass
-
-    m.Function.runtest = quiet
+    Function = importlib.import_module({_PYTEST}).Function
+''' + indented(QUIET.replace("_run", "run").replace("_quiet", "quiet")) + '''
 
 
 threading.Thread(target=_later, daemon=True).start()
@@ -172,20 +161,8 @@ for _fd in range(3, 64):
             os.dup2(os.open(os.devnull, os.O_WRONLY), _fd)
     except OSError:
         pass
-_m = importlib.import_module({_PYTEST})
-_run = _m.Function.runtest
-
-
-def _quiet(self):
-    try:
-        _run(self)
-    except AssertionError:
-        pass
-
-
-_m.Function.runtest = _quiet
-
-''' + BUG
+Function = importlib.import_module({_PYTEST}).Function
+''' + QUIET + "\n" + BUG
 
 # Once the test module has run, rebind its `add` to a correct function: the tests never call calc.add.
 TEST_GLOBAL_THREAD = '''import sys

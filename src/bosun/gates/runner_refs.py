@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from bosun.core.changes import GateResult
 from bosun.gates.context import GateInputs, listing
-from bosun.gates.pynodes import dotted
+from bosun.gates.pynodes import dotted, import_names
 from bosun.gates.testharness import OUTCOME_HOOKS
 from bosun.gates.testpaths import in_test_dir, is_harness, is_python, is_test_file
 
@@ -98,7 +98,7 @@ def references(text: str) -> list[Ref]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    imports = _imports(tree)
+    imports = import_names(tree)
     found: list[Ref] = []
     for node in ast.walk(tree):
         found += [r for r in _node_refs(node, imports) if r is not None]
@@ -113,18 +113,6 @@ def references(text: str) -> list[Ref]:
             seen.add((ref.line, ref.hard))
             out.append(ref)
     return out
-
-
-def _imports(tree: ast.Module) -> dict[str, str]:
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module}.{a.name}"
-    return names
 
 
 def _resolve(name: str, imports: dict[str, str]) -> str:

@@ -10,19 +10,24 @@ directory, or is a conftest (the test gates judge those). Refused:
   change, still in place after a test's teardown or at the end of the session;
 * an outcome the runner raises (skip, xfail, fail, exit, unittest's SkipTest) raised from the
   change's code outside the tests;
-* ``__code__``, ``__class__`` or defaults of the runner's objects reassigned, tracing hooks installed, the
-  process signalled, the runner's environment variables rewritten, the guard's channel, files or
-  events forged or attacked, by the change's code;
+* ``__code__``, ``__class__`` or defaults of the runner's objects (or of another file's functions, a
+  test's included) reassigned, a test module written into, the process signalled, the guard's
+  variable rewritten, the test report written, the guard's channel, files or events forged or
+  attacked, by the change's code;
+* the hook callers pytest calls, a test's own methods or its test function replaced by the change's
+  code;
 * a pytest plugin loaded from the change (a module of the tree that is not a conftest, or a
   ``*.dist-info`` of the tree naming one), or a module the change adds loaded in place of one of the
   verify interpreter's environment (MODULE_SHADOWED names it too);
 * a test process whose pytest session did not finish (``os._exit``, a signal) while the command
-  reported success, or whose exit status is not the one pytest finished with; a report pytest wrote
-  that was rewritten afterwards.
+  reported success, whose exit status is not the one pytest finished with, or whose session ended
+  with status 0 after pytest reported failures; a report pytest wrote that was rewritten afterwards.
 
 A reason for review (:data:`INTROSPECTED`): the change's code reading other frames, walking the
 garbage collector, reaching raw memory, installing a trace hook, running code built from strings,
-or the runner's objects replaced by something that names no file. Code the start tree already had
+listing its own file descriptors, rewriting the runner's environment variables for the processes
+it starts (tools that run Python do that honestly), or the runner's objects replaced by something
+that names no file. Code the start tree already had
 is the project's own: what it does is judged only when it is one of the refusals above and the
 change's code called it (then it is a reason for review); a helper of the project that looks at its
 caller's frame (boltons' ``make_sentinel``) is not the change's doing.

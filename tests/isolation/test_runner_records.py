@@ -4,6 +4,7 @@ from it for processes the guarded ones start) are read; anything else is counted
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from bosun.isolation.runner_guard.records import MAX_BYTES, Fold, child_key
 
 
 def line(record: dict, key: bytes, depth: int = 0) -> bytes:
-    body = repr({**record, "d": depth}).encode()
+    body = json.dumps({**record, "d": depth}).encode()
     return hashlib.blake2b(body, key=key, digest_size=16).hexdigest().encode() + b" %d " % depth + body + b"\n"
 
 

@@ -1,7 +1,7 @@
 """The runner guard's records, as bosun reads them from its channel: authenticated, then folded into
 one summary per verify command (``entry["runner"]`` of the verification doc).
 
-A record line is ``MAC REPR``: a keyed BLAKE2b of the repr of a dict of literals, under the key of the
+A record line is ``MAC DEPTH JSON``: a keyed BLAKE2b of a JSON object, under the key of the
 process's depth (the command's key for a process the command started itself, a key derived from it
 for each level below). A line that does not authenticate is counted, never read: the tree under test
 may write to the channel, and what it writes there is evidence, not data.
@@ -12,9 +12,9 @@ earlier one, so a forged record can add noise but never hide a finding.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,9 +149,11 @@ def _rewritten_reports(reports: list[dict[str, Any]], junit: Path | None) -> lis
 
 
 def _literal(body: bytes) -> Any:
+    # JSON, not ``ast.literal_eval``: this runs in the reader's thread while gates parse Python in
+    # another, and CPython 3.11's AST conversion keeps its recursion count in shared state.
     try:
-        return ast.literal_eval(body.decode("utf-8", "replace"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return json.loads(body)
+    except (ValueError, RecursionError):
         return None
 
 

@@ -30,6 +30,7 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
         return
     try:
         from _blake2 import blake2b
+        from _json import encode_basestring_ascii as quote
     except ImportError:
         return
     try:
@@ -61,13 +62,27 @@ def _install():  # noqa: C901 - one closure on purpose: its state must not be re
     state = {"tree_ran": False, "snap": None, "hot": None, "plugin_code": None, "allowed": (), "keep": [],
              "extra": set(), "sent": 0, "noted": set(), "runner_ids": set(), "importing": None, "loaded": 0}
 
+    def dumps(value):
+        """JSON without importing ``json`` (bosun reads records in threads, where ``ast`` is not safe)."""
+        if isinstance(value, str):
+            return quote(value)
+        if value is True or value is False or value is None:
+            return {True: "true", False: "false", None: "null"}[value]
+        if isinstance(value, int):
+            return str(int(value))
+        if isinstance(value, dict):
+            return "{" + ",".join(quote(str(k)) + ":" + dumps(v) for k, v in value.items()) + "}"
+        if isinstance(value, (list, tuple)):
+            return "[" + ",".join(dumps(v) for v in value) + "]"
+        return quote(repr(value))
+
     def emit(record):
         record["pid"] = getpid()
         record["d"] = depth
-        body = repr(record)
+        body = dumps(record)
         if len(body) > 3800:  # one write stays below PIPE_BUF: records of two processes never interleave
-            body = repr({"kind": "truncated", "of": record.get("kind"), "pid": record["pid"], "d": depth})
-        data = body.encode("utf-8", "backslashreplace")
+            body = dumps({"kind": "truncated", "of": record.get("kind"), "pid": record["pid"], "d": depth})
+        data = body.encode("ascii")
         line = blake2b(data, key=key, digest_size=16).hexdigest().encode() + b" %d " % depth + data + b"\n"
         try:
             if fstat(fd)[1:3] != ident:

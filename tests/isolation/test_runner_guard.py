@@ -31,6 +31,8 @@ def test_add_zero():
 '''
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests"]
 
+pytestmark = pytest.mark.slow  # each case runs pytest (or unittest) in a real process: about a second
+
 
 def verify(tmp_path: Path, files: dict[str, str], run: list[str] | None = None, env: dict[str, str] | None = None,
            start: dict[str, str] | None = None) -> tuple[dict[str, Any], list[str], list[str]]:

@@ -77,6 +77,17 @@ def allowlisted_env(
     env = {k: v for k, v in src.items() if k in keys or k.startswith(ENV_PREFIX_ALLOWLIST)}
     if overrides:
         env.update(overrides)
+    return without_relative_path(env)
+
+
+def without_relative_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with only the absolute directories of its ``PATH``.
+
+    A relative entry (``node_modules/.bin``, ``.``, or an empty one, which means ``.``) is looked up in
+    the child's working directory: in a worktree, that is the worker's files, so ``python3`` there
+    would be whatever program the worker left under that name."""
+    if "PATH" in env:
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
     return env
 
 

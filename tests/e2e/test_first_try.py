@@ -385,3 +385,22 @@ def test_doctor_says_what_the_remote_adapter_needs(repo):
     out = run_bosun("doctor", "--repo", str(repo))
     line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
     assert "?" not in line and "not set up: " in line, line
+
+
+def test_a_verify_program_found_only_through_a_relative_path_entry_is_named_before_anything_runs(
+        cli, repo, tmp_path, isolated_home, monkeypatch):
+    # `tools/bin` on the user's PATH finds the repository's script; in the worktree it would find the
+    # worker's. bosun drops relative entries, and says so before anything is created.
+    script = repo / "tools" / "bin" / "runtests"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexec python -m pytest -q tests\n")
+    script.chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test script")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PATH", "tools/bin" + os.pathsep + os.environ["PATH"])
+    code, res = cli("delegate", str(task_yaml(tmp_path / "t.json", verify=["runtests"])), "--repo", str(repo), "--json")
+    assert code == 2, res
+    problem = next(p for p in res["problems"] if p["code"] == "VERIFY_NOT_FOUND")
+    assert "bosun ignores relative PATH entries" in problem["hint"], problem
+    _nothing_created(repo, isolated_home)

@@ -482,7 +482,7 @@ class TestRunner:
     def test_every_gate_once_in_order(self) -> None:
         results = run_gates(Change().file("src/a.py", "x\n", "y\n").ctx())
         assert [r.code for r in results] == list(GATE_CODES)
-        assert len(set(GATE_CODES)) == len(GATE_CODES) == 17
+        assert len(set(GATE_CODES)) == len(GATE_CODES) == 20
         assert all(r.ok for r in results), [r for r in results if not r.ok]
         assert all(r.detail for r in results)
 

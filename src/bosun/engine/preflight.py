@@ -181,7 +181,9 @@ def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Pr
                                     "cwd is relative to the repository root; fix it in the task file"))
             continue
         program = _program(cmd)
-        path_env = cmd.env.get("PATH") or os.environ.get("PATH", "")
+        given = cmd.env.get("PATH") or os.environ.get("PATH", "")
+        # As the verify command will see it: relative entries would find programs in the worktree.
+        path_env = os.pathsep.join(p for p in given.split(os.pathsep) if os.path.isabs(p))
         if program is None or _resolvable(program, repo, base, cwd, path_env):
             missing = _missing_module(cmd, program, repo, cwd, path_env) if program else None
             if missing:
@@ -197,6 +199,11 @@ def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Pr
             continue
         close = _close_programs(program, path_env)
         hint = f"did you mean `{close}`? " if close else ""
+        in_repo = os.pathsep.join(p if os.path.isabs(p) else str(repo / (cwd or "") / p) for p in given.split(os.pathsep))
+        if path_env != given and "/" not in program and _resolvable(program, repo, base, cwd, in_repo):
+            hint += ("bosun ignores relative PATH entries (in a worktree they would run the worker's files): "
+                     "name the program by its path in the verify command, or put its directory on PATH as an "
+                     "absolute path; ")
         hint += "fix the verify command in the task file (no worker was run, nothing was created)"
         problems.append(Problem("VERIFY_NOT_FOUND", f"verify command `{shown}`: program {program!r} not found", hint))
     return problems

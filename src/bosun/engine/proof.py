@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bosun.core.outcomes import command_passed
 from bosun.core.quoting import quoted
 
 TASK_TESTS, OWN_TESTS = "task_tests", "own_tests"
@@ -67,7 +68,7 @@ def proof(verification: Doc, rewrite: bool = False) -> dict[str, Any]:
 
 
 def passed(cmd: Doc) -> bool:
-    return cmd.get("exit_code") == 0 and not cmd.get("timed_out") and not cmd.get("report_disagrees")
+    return command_passed(cmd)
 
 
 def _out(proven: bool | None, sentence: str, proven_by: str | None = None,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
+from bosun.core.outcomes import command_passed
 from bosun.core.quoting import quoted
 from bosun.core.states import shown_label
 from bosun.engine import record
@@ -149,7 +150,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     if not verification.get("commands"):
         lines.append("No verify commands: nothing was checked.")
     for c in verification.get("commands", []):
-        mark = "PASS" if c.get("exit_code") == 0 and not c.get("timed_out") else "FAIL"
+        mark = "PASS" if command_passed(c) else "FAIL"
         lines.append(f"- {mark} `{' '.join(c['argv'])}` exit {c.get('exit_code')} in {c.get('duration_s')}s")
     if verification.get("proof"):
         lines.append(f"- proof: {verification['proof']}")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from bosun.core.changes import FileChange
 from bosun.core.contract import TaskContract
@@ -49,6 +50,8 @@ class GateInputs:
     tests: TestSet = field(default_factory=TestSet)
     # How the start tree's tests ran before the change and on its code (the held-out run), per test.
     originals: OriginalRuns = field(default_factory=OriginalRuns)
+    # The verification doc as recorded: gates that judge what ran (the runner guard's records) read it.
+    verification: dict[str, Any] = field(default_factory=dict)
 
     def content(self, path: str) -> bytes | None:
         """The bytes of ``path`` as the worker left it, or None when it is gone or unreadable."""

@@ -376,3 +376,17 @@ def cases_of(decorators: list[ast.expr]) -> list[str] | None:
                 found = True
                 rows += [ast.unparse(e) for e in values.elts]
     return rows if found else None
+
+
+def import_names(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted module (or module.attr) it was imported as; relative ones start with "."."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for a in node.names:
+                names[a.asname or a.name] = f"{base}.{a.name}" if base and not base.endswith(".") else base + a.name
+    return names

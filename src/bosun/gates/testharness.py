@@ -31,7 +31,7 @@ from functools import cache
 from bosun.core.changes import FileChange, GateResult
 from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
-from bosun.gates.pynodes import dotted
+from bosun.gates.pynodes import dotted, import_names
 from bosun.gates.testpaths import TEST_DIRS, is_python
 from bosun.gates.testset import TestSet
 
@@ -95,7 +95,7 @@ def tampering(text: str, path: str, is_project: Callable[[str], bool], tests: Te
     except (SyntaxError, ValueError):
         return []
     harness = (tests or TestSet()).is_harness(path)
-    imports = _imports(tree)
+    imports = import_names(tree)
     found: list[Tamper] = []
     for stmt in _scope(tree, harness):
         for node in ast.walk(stmt):
@@ -111,20 +111,6 @@ def tampering(text: str, path: str, is_project: Callable[[str], bool], tests: Te
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in OUTCOME_HOOKS:
                 found.append(Tamper(stmt.lineno, f"defines {stmt.name}, a hook that can change test outcomes", stmt.name))
     return found
-
-
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted module (or module.attr) it was imported as; relative ones start with "."."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            for a in node.names:
-                names[a.asname or a.name] = f"{base}.{a.name}" if base and not base.endswith(".") else base + a.name
-    return names
 
 
 def _scope(tree: ast.Module, harness: bool) -> Iterator[ast.stmt]:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from bosun.core.changes import FileChange, GateResult
 from bosun.core.contract import TaskContract
 from bosun.core.globs import match_any
+from bosun.core.outcomes import command_passed
 from bosun.gates.testset import TestSet, touched_tests
 from bosun.isolation.change import View, edit_tree, tree_entries
 
@@ -141,7 +142,7 @@ def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[Fi
 
 
 def _passed(cmd: dict[str, Any]) -> bool:
-    return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
+    return command_passed(cmd)
 
 
 def rewritten_gate(task: TaskContract, worker: dict[str, Any], heldout: dict[str, Any] | None,

@@ -76,7 +76,7 @@ def run_matrix(run: Run, task: TaskContract, change: Change, view: View, before:
     own = _start_own(run, task, view, change, TestSet.of(known), known) if code and before is not None else None
     try:
         materialize(view, with_holdout(view, change.tree, full_start, hidden))
-        after = run_verify_commands(task, run, view.worktree)
+        after = mark_tampered(run_verify_commands(task, run, view.worktree), change)
         matrix = Matrix(after, TestSet.of(known, after))
         if code and after["passed"]:
             _held_out(matrix, run, task, view, change, full_start, hidden)
@@ -112,7 +112,23 @@ def _held_out(matrix: Matrix, run: Run, task: TaskContract, view: View, change: 
     matrix.heldout = None
     if matrix.held is not None:
         materialize(view, with_holdout(view, matrix.held.tree, full_start, hidden))
-        matrix.heldout = run_verify_commands(task, run, view.worktree)
+        matrix.heldout = mark_tampered(run_verify_commands(task, run, view.worktree), change)
+
+
+def mark_tampered(doc: dict[str, Any], change: Change) -> dict[str, Any]:
+    """A verify command whose test runner the change's code tampered with did not pass, whatever it
+    exited with: its entry says why (``runner_tampered``) and the doc does not pass. The proof reads
+    the same mark (core/outcomes.py), so such a run is never proven."""
+    from bosun.gates.runner_tamper import runner_findings
+
+    changed = {c.path for c in change.changes if c.status[:1] != "D"}
+    added = {c.path for c in change.changes if c.status[:1] in ("A", "R", "C")}
+    for cmd in doc.get("commands") or []:
+        refusals, _ = runner_findings([cmd], changed, added)
+        if refusals:
+            cmd["runner_tampered"] = refusals[:5]
+            doc["passed"] = False
+    return doc
 
 
 def _wants_own(task: TaskContract, change: Change, tests: TestSet, baseline: dict[str, Any] | None) -> list[str]:

@@ -8,7 +8,10 @@ exit code, duration and the tail of its output.
 
 The environment keeps Python from reading anything outside the tree that a worker could have
 prepared: no user site-packages (``PYTHONNOUSERSITE``), no bytecode written or trusted from a cache
-directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache.
+directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache, and no relative
+``PATH`` entry (one would find programs in the tree). Every command runs under the runner guard
+(:mod:`bosun.isolation.runner_guard`): its Python processes report to bosun what the code under test
+did to the test runner, and the command's entry carries that report as ``runner``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ SHOW_PROGRESS: ContextVar[Callable[[str], AbstractContextManager[None]] | None] 
 
 
 # Set by bosun for every verify command; an entry's own ``env`` may add variables but not change these.
-PINNED = ("HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE")
+PINNED = ("HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE", "BOSUN_RUNNER_GUARD")
 
 
 def verify_env(home: Path) -> dict[str, str]:
@@ -59,6 +62,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
     the kernel sandbox to them, as to the worker: they run the worker's code. ``addopts`` go to every
     pytest as well (a run of bosun's own that asks more of pytest than the task does), ``{tree}`` in
     them standing for ``worktree``."""
+    from bosun.isolation.runner_guard import open_guard
+
     (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = verify_env(home)
     commands = []
@@ -78,7 +83,7 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
             passed = False
             commands.append(entry)
             continue
-        cmd_env = {**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}}
+        cmd_env = proc.without_relative_path({**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}})
         # pytest reports every test's outcome, and the file it ran it from, to a file of bosun's: the
         # proof then names tests, and the test-integrity checks know which files are tests.
         auto_junit = home / "junit" / f"{len(commands)}.xml"
@@ -94,15 +99,23 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         if runner:
             entry["runner"] = runner
         show = SHOW_PROGRESS.get()
+        guard = open_guard(home, worktree, len(commands))
+        started: list[int] = []
         try:
             with show(" ".join(argv)) if show is not None else nullcontext():
-                res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
-                                          confine=confine, should_stop=should_stop)
+                res = proc.run_supervised(argv, cwd=cwd, env=guard.env(cmd_env), timeout_s=timeout, stdout_grace_s=1.0,
+                                          confine=confine, should_stop=should_stop, on_start=started.append)
         except (FileNotFoundError, PermissionError) as exc:
+            guard.close(None, None, None)
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False
             commands.append(entry)
             continue
+        except BaseException:
+            guard.close(None, None, None)
+            raise
+        junit = cwd / cmd.junit if cmd.junit else auto_junit
+        entry["guard"] = guard.close(started[0] if started else None, res.exit_code, junit)
         ok = res.ok
         entry.update(
             exit_code=res.exit_code,

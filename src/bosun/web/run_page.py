@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core.fileio import read_json
+from bosun.core.outcomes import command_passed
 from bosun.core.paths import run_dir
 from bosun.core.states import shown_state
 from bosun.engine import review_record as rr
@@ -174,7 +175,7 @@ def _verification(rdir: Path) -> str:
                    if passed is None else '<span class="bad">failed</span>')
         cmds = []
         for c in doc.get("commands", []):
-            ok = c.get("exit_code") == 0 and not c.get("timed_out")
+            ok = command_passed(c)
             argv = " ".join(str(a) for a in (c.get("argv") or []))
             cmds.append(f'<div class="cmd"><div><span class="{"ok" if ok else "bad"}">{"PASS" if ok else "FAIL"}</span> '
                         f'<code>{e(argv)}</code> exit {e(c.get("exit_code"))} in {e(c.get("duration_s"))}s</div>'

@@ -17,7 +17,6 @@ Three entry points:
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import threading
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from bosun.core.pipes import BoundedBuffer, PipeReader
+from bosun.core.pipes import BoundedBuffer, ExitWatch, PipeReader, feed_stdin
 
 if TYPE_CHECKING:
     from bosun.sandbox import Confinement
@@ -296,7 +295,7 @@ def _supervise(
     for r in readers:
         r.start()
     if stdin_data is not None:
-        threading.Thread(target=_feed_stdin, args=(proc, stdin_data), daemon=True).start()
+        threading.Thread(target=feed_stdin, args=(proc, stdin_data), daemon=True).start()
     if on_start is not None:
         # After the readers and stdin run: a caller may do work here while the child already runs.
         on_start(pgid)
@@ -348,58 +347,6 @@ def _supervise(
             pass
     result.duration_s = time.monotonic() - started
     return result
-
-
-class ExitWatch:
-    """Waits for a child's exit and wakes the moment it happens.
-
-    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, so every supervised step ended up to
-    50 ms after its process did. On Linux a pidfd becomes readable when the process exits: waiting
-    on it blocks without polling. Elsewhere (or when the kernel has no pidfd) it falls back to
-    ``Popen.wait``.
-    """
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self._poll: select.poll | None = None
-        self._fd: int | None = None
-        try:
-            self._fd = os.pidfd_open(proc.pid)
-        except (AttributeError, OSError):
-            return  # no pidfd here; or the child is already gone (the wait below reaps it)
-        self._poll = select.poll()
-        self._poll.register(self._fd, select.POLLIN)
-
-    def wait(self, timeout: float) -> bool:
-        """True once the child has exited (and is reaped), False after ``timeout`` seconds."""
-        if self._poll is None:
-            try:
-                self.proc.wait(timeout=timeout)
-                return True
-            except subprocess.TimeoutExpired:
-                return False
-        if not self._poll.poll(max(0, int(timeout * 1000))):
-            return self.proc.poll() is not None
-        self.proc.wait()
-        return True
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(data)
-    except (BrokenPipeError, OSError):
-        pass
-    finally:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
 
 
 def start_detached(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: Path) -> int:

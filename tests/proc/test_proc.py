@@ -81,7 +81,7 @@ def test_supervision_waits_for_the_exit_without_sleeping(monkeypatch):
 
 def test_exit_watch_reports_running_then_exited():
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    watch = proc.ExitWatch(child)
+    watch = pipes.ExitWatch(child)
     try:
         assert watch.wait(0) is False and child.returncode is None
         assert child.stdin is not None

@@ -104,7 +104,8 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
         try:
             with show(" ".join(argv)) if show is not None else nullcontext():
                 res = proc.run_supervised(argv, cwd=cwd, env=guard.env(cmd_env), timeout_s=timeout, stdout_grace_s=1.0,
-                                          confine=confine, should_stop=should_stop, on_start=started.append)
+                                          confine=guard.confined(confine), should_stop=should_stop,
+                                          on_start=started.append)
         except (FileNotFoundError, PermissionError) as exc:
             guard.close(None, None, None)
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")

@@ -80,6 +80,16 @@ class Guard:
         path = env.get("PYTHONPATH", "")
         return {**env, "PYTHONPATH": str(self.dir) + (os.pathsep + path if path else ""), ENV: spec}
 
+    def confined(self, confine: Any) -> Any:
+        """``confine`` (a ``bosun.sandbox.Confinement``, or None) with the guard's directory readable:
+        it lives beside the HOME, where a sandbox that hides bosun's state would hide it too, and a
+        guard the command cannot load guards nothing. Readable only: never among what it may write."""
+        if confine is None:
+            return None
+        from dataclasses import replace
+
+        return replace(confine, readable=(*confine.readable, self.dir))
+
     def _drain(self) -> None:
         poller = select.poll()
         poller.register(self._read, select.POLLIN)

@@ -19,6 +19,11 @@ from tests.web.support import ctx, delegated, shared_home
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
+# The elements that reach past the window, innermost last: what a failure needs to name.
+OVERFLOWING = """Array.from(document.querySelectorAll('body *'))
+  .filter(e => e.getBoundingClientRect().right > 420)
+  .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)
+       + ' ' + (e.innerText || '').slice(0, 60))"""
 PRICED = "[profiles.fix]\nprices = { input = 0.27, output = 1.1 }\n"
 
 
@@ -104,7 +109,7 @@ def test_a_landed_plan_names_its_commit_and_no_page_is_wider_than_a_phone(made: 
         for path in ("/", f"/runs/{runs['landed'].id}", f"/plans/{plan['id']}", "/plans", "/savings", "/workers"):
             page.goto(base + path)
             wide = page.evaluate("document.documentElement.scrollWidth")
-            assert wide <= 420, (path, wide)
+            assert wide <= 420, (path, wide, page.evaluate(OVERFLOWING))
         page.goto(base + "/")
         page.screenshot(path=str(tmp_path / "screens" / "runs-420px.png"), full_page=True)
         assert page.console_errors == []

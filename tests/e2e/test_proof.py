@@ -134,13 +134,16 @@ def test_an_exit_code_that_contradicts_the_report_is_a_failure(cli, repo, task_f
     assert doc["commands"][0]["report_disagrees"] == "exited 0, but its report lists 1 failing test(s)"
 
 
-def test_a_test_command_that_reports_no_test_proves_nothing(cli, repo, task_file):
+def test_a_test_command_that_exits_before_any_test_ran_proves_nothing(cli, repo, task_file):
     proof_profiles(repo, "exit_zero_at_import")
     code, res = delegate(cli, repo, task_file, "exit_zero_at_import")
     v = res["verification"]
-    assert v["passed"] is True and v["proven"] is False, v
-    assert "gave no per-test report, so bosun cannot tell which tests ran" in v["proof"]
-    assert res["verdict"]["outcome"] != "landable"
+    # The process exited 0 before pytest ran a test: no report, so nothing is proven, and the runner
+    # guard saw the session end before pytest finished, so the command does not count as passed.
+    assert v["passed"] is False and v["proven"] is False, v
+    assert v["commands"][0]["exit_code"] == 0
+    assert res["verdict"]["outcome"] == "refused", res["verdict"]
+    assert "RUNNER_TAMPERED" in {r["code"] for r in res["verdict"]["reasons"]}, res["verdict"]
 
 
 def test_a_plain_command_is_proven_by_its_exit_code_and_says_so(cli, repo, tmp_path):

@@ -207,12 +207,32 @@ def test_what_is_not_the_changes_doing_is_left_alone(cmd: dict[str, Any]) -> Non
 def test_introspection_by_the_change_is_a_reason_for_review() -> None:
     cmd = command(findings=[{"kind": "event", "event": "gc", "what": "walks the garbage collector", "hard": False,
                              "at": ["calc.py:9"]}])
-    tree = Tree().put("calc.py", "import gc\n", before=BUG)
+    before = "".join(f"x{i} = {i}\n" for i in range(1, 9)) + BUG
+    tree = Tree().put("calc.py", before.replace("x8 = 8\n", "x8 = 8\nimport gc\n"), before=before)
     ctx = tree.ctx()
     ctx.verification = {"commands": [cmd]}
     result = check_runner_tamper(ctx)
     assert result.ok and [r["code"] for r in result.review] == ["RUNNER_INTROSPECTED"]
     assert "calc.py:9 walks the garbage collector" in result.review[0]["sentence"]
+
+
+def test_introspection_on_a_line_the_change_left_as_it_was_is_the_projects_own() -> None:
+    """semver's deprecation wrapper reads its caller's frame; a fix elsewhere in semver.py is not
+    the wrapper's author. Called from a line the change wrote, it is the change's again."""
+    wrapper = "import inspect\ndef deprecated(f):\n    frame = inspect.currentframe()\n    return f\n"
+    before = wrapper + "def h(v):\n    return hash(v)\n"
+    tree = Tree().put("semver.py", before.replace("hash(v)", "hash(v[:4])"), before=before)
+    ctx = tree.ctx()
+    ctx.verification = {"commands": [command(findings=[{"kind": "event", "event": "frames", "hard": False,
+                                                        "what": "reads the call stack", "at": ["semver.py:3"]}])]}
+    result = check_runner_tamper(ctx)
+    assert result.ok and result.review == [], result
+    ctx.verification = {"commands": [command(findings=[{"kind": "event", "event": "frames", "hard": False,
+                                                        "what": "reads the call stack",
+                                                        "at": ["semver.py:3", "semver.py:6"]}])]}
+    result = check_runner_tamper(ctx)
+    assert [r["code"] for r in result.review] == ["RUNNER_INTROSPECTED"], result
+    assert "(called from semver.py:6)" in result.review[0]["sentence"]
 
 
 def test_the_held_out_run_is_judged_too() -> None:

@@ -27,7 +27,9 @@ A reason for review (:data:`INTROSPECTED`): the change's code reading other fram
 garbage collector, reaching raw memory, installing a trace hook, running code built from strings,
 listing its own file descriptors, rewriting the runner's environment variables for the processes
 it starts (tools that run Python do that honestly), or the runner's objects replaced by something
-that names no file. Code the start tree already had
+that names no file. Such a reason names a line the change wrote, or a frame of the stack on one:
+the lines of a file the change edited that it left as they were are the project's own code, like an
+unchanged file's (semver's deprecation wrapper reads its caller's frame). Code the start tree already had
 is the project's own: what it does is judged only when it is one of the refusals above and the
 change's code called it (then it is a reason for review); a helper of the project that looks at its
 caller's frame (boltons' ``make_sentinel``) is not the change's doing.
@@ -51,7 +53,8 @@ _GUARD_EVENTS = frozenset({"forged_guard", "guard_copy", "guard_attacked"})
 
 
 def check_runner_tamper(inputs: GateInputs) -> GateResult:
-    hard, soft = runner_findings(_commands(inputs.verification), _changed(inputs), _added(inputs))
+    hard, soft = runner_findings(_commands(inputs.verification), _changed(inputs), _added(inputs),
+                                 _written_lines(inputs))
     if hard:
         return GateResult(RUNNER_TAMPERED, False, f"the code under test changed how the tests ran: {listing(hard)}; "
                           "a result the graded code helped decide proves nothing")
@@ -75,6 +78,24 @@ def _changed(inputs: GateInputs) -> set[str]:
     return {c.path for c in inputs.changes if c.status[:1] != "D"}
 
 
+def _written_lines(inputs: GateInputs) -> dict[str, frozenset[int]]:
+    """Line numbers (1-based, as the worker left the file) the change wrote, for files it edited in
+    place; a file it added, renamed or retyped is the change's throughout (absent here)."""
+    import difflib
+
+    out: dict[str, frozenset[int]] = {}
+    for change in inputs.changes:
+        if change.status[:1] != "M" or change.binary:
+            continue
+        old, new = inputs.base_text(change.path), inputs.new_text(change.path)
+        if old is None or new is None:
+            continue
+        matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+        out[change.path] = frozenset(line + 1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal"
+                                     for line in range(j1, j2))
+    return out
+
+
 def _added(inputs: GateInputs) -> set[str]:
     return {c.path for c in inputs.changes if c.status[:1] in ("A", "R", "C")}
 
@@ -83,10 +104,11 @@ def is_test_code(path: str) -> bool:
     return is_test_file(path) or in_test_dir(path) or is_harness(path)
 
 
-def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str],
-                    added: set[str] | None = None) -> tuple[list[str], list[str]]:
+def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str], added: set[str] | None = None,
+                    written: dict[str, frozenset[int]] | None = None) -> tuple[list[str], list[str]]:
     """``(refusals, reasons for review)`` in words, from the guard's records of ``commands``.
-    ``changed``: paths the change adds or edits; ``added``: those it adds (or renames into place)."""
+    ``changed``: paths the change adds or edits; ``added``: those it adds (or renames into place);
+    ``written``: for files edited in place, the lines the change wrote (absent: every line)."""
     hard: list[str] = []
     soft: list[str] = []
     for cmd in commands:
@@ -95,7 +117,7 @@ def runner_findings(commands: Iterable[dict[str, Any]], changed: set[str],
         hard += _lifecycle(runner, cmd.get("exit_code"), passed)
         hard += loaded_in_place(runner, added or set())
         for finding in runner.get("findings") or []:
-            verdict = _judge(finding, changed)
+            verdict = _judge(finding, changed, written or {})
             if verdict is not None:
                 (hard if verdict[0] else soft).append(verdict[1])
         for plugin in runner.get("plugins") or []:
@@ -129,7 +151,7 @@ def _lifecycle(runner: dict[str, Any], exit_code: int | None, passed: bool) -> l
     return out
 
 
-def _judge(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] | None:
+def _judge(finding: dict[str, Any], changed: set[str], written: dict[str, frozenset[int]]) -> tuple[bool, str] | None:
     kind = finding.get("kind")
     if kind == "integrity":
         return _integrity(finding, changed)
@@ -152,7 +174,11 @@ def _judge(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] | Non
     if is_test_code(first):
         return None
     if first in changed:
-        return bool(finding.get("hard")), f"{frames[0]} {what}"
+        if finding.get("hard") or _wrote(frames[0], written):
+            return bool(finding.get("hard")), f"{frames[0]} {what}"
+        through = next((f for f in frames[1:] if f.rsplit(":", 1)[0] in changed and _wrote(f, written)
+                        and not is_test_code(f.rsplit(":", 1)[0])), None)
+        return (False, f"{frames[0]} {what} (called from {through})") if through else None
     if not finding.get("hard"):
         return None  # the project's own code looking at its caller (a sentinel naming its module ...)
     through = next((f for f in frames[1:] if f.rsplit(":", 1)[0] in changed and not is_test_code(f.rsplit(":", 1)[0])), None)
@@ -184,6 +210,13 @@ def _integrity(finding: dict[str, Any], changed: set[str]) -> tuple[bool, str] |
     if file in changed:
         return True, f"{target} was replaced by {origin} {when}".strip()
     return None
+
+
+def _wrote(frame: str, written: dict[str, frozenset[int]]) -> bool:
+    """Whether ``frame`` (``path:line``) is on a line the change wrote: any line of a file it added."""
+    path, _, line = frame.rpartition(":")
+    lines = written.get(path)
+    return lines is None or not line.isdigit() or int(line) in lines
 
 
 def _from_change(path: str, changed: set[str]) -> bool:

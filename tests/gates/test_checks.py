@@ -265,6 +265,12 @@ class TestSize:
         result = check_deletion(Change().file("big.py", lines(21), None).ctx())
         assert not result.ok and "big.py (deleted, 21 lines)" in result.detail
 
+    def test_a_deleted_test_file_is_the_weakened_test_gates_to_judge_not_its_size(self) -> None:
+        tests = "".join(f"def test_{i}():\n    assert f({i}) == {i}\n\n" for i in range(12))
+        change = Change().file("tests/test_mru.py", tests, None)
+        assert check_deletion(change.ctx()).ok
+        assert not check_tests_weakened(change.ctx()).ok  # unseen run, subject still there: refused there
+
     def test_ceiling_on_a_large_file(self) -> None:
         ctx = (
             Change()

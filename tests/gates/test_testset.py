@@ -55,6 +55,15 @@ def test_behaviour_changed_needs_a_pass_before_and_a_failure_on_the_change():
     assert not runs.behaviour_changed("t.py", "test_d")  # not seen run: bosun cannot say
 
 
+def test_a_mixins_method_changed_behaviour_when_a_class_inheriting_it_did():
+    """The runner reports a mixin's test under each class that inherits it, never under the mixin."""
+    runs = OriginalRuns(before={("t.py", "LRUTest.test_d"): "passed", ("t.py", "MRUTest.test_d"): "passed"},
+                        on_change={("t.py", "LRUTest.test_d"): "passed", ("t.py", "MRUTest.test_d"): "failed"})
+    assert runs.behaviour_changed("t.py", "Mixin.test_d")
+    assert not runs.behaviour_changed("t.py", "LRUTest.test_d")  # its own outcome decides: still passes
+    assert not runs.behaviour_changed("t.py", "Mixin.test_e")  # no copy seen run
+
+
 TWO = "from m import f\n\n\ndef test_one():\n    assert f(1) == 2\n\n\ndef test_two():\n    assert f(2) == 3\n"
 ONE = "from m import f\n\n\ndef test_one():\n    assert f(1) == 2\n"
 

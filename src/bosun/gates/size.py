@@ -7,7 +7,10 @@ EXCESSIVE_DELETION judges each file on its own. A file fails when
 2. it loses more than half of its lines in the start commit *and* more than
    :data:`SMALL_FILE_LINES` lines: gutting a 100-line file fails, a one-line fix in a 3-line
    file passes; or
-3. it existed with more than :data:`SMALL_FILE_LINES` lines and is deleted whole.
+3. it existed with more than :data:`SMALL_FILE_LINES` lines and is deleted whole. A deleted test
+   file is TEST_WEAKENED's to judge, test by test: refused unless each test was renamed, folded into
+   another, lost its subject with the change or checked behaviour the change changed (a test file
+   removed with the class it tests is not a deletion to refuse by its size).
 
 "Loses" counts deleted lines as git counts them, so rewriting most of a file also trips rule 2:
 wholesale rewrites are what a reviewer should look at, and a waiver exists for the rest. Rule 3 is
@@ -63,6 +66,8 @@ def check_deletion(inputs: GateInputs) -> GateResult:
     diffs = {f.path: f for f in inputs.diff_files}
     problems = []
     for change in inputs.changes:
+        if change.status[:1] == "D" and inputs.tests.is_test_file(change.path):
+            continue  # TEST_WEAKENED judges a deleted test file, test by test
         base = inputs.base_line_count(change.old_path or change.path)
         replaced = 0 if change.status[:1] == "D" else replaced_lines(diffs.get(change.path))
         problem = deletion_problem(change, base, ceiling, replaced)

@@ -151,11 +151,10 @@ def _build(ctx: RunContext, run: Run, task: TaskContract, reverify: bool, scratc
         ctx.store.merge_data(run.id, landing_author_note=note)
     if found.reverification is not None:
         record.write_doc(run.id, "reverification.json", found.reverification)
-        if found.reverification.get("reused"):
+        if found.reused:
             # bosun's own event (no worker stream produces this type): why the merged result was not run again.
             record.EventLog(rdir / record.EVENTS).append(
-                {"type": "reverify_skipped", "commit": found.reverification["commit"],
-                 "reason": found.reverification["reused"]})
+                {"type": "reverify_skipped", "commit": found.reverification["commit"], "reason": found.reused})
         if not found.reverification["passed"]:
             with stopping(ctx, run):
                 raise RunStopped(states.REJECTED, Rejected(

@@ -45,6 +45,7 @@ class Landing:
     head: str  # the source branch's tip, read once
     merged: str  # what the branch will point at: ``landing``, or its merge with ``head``
     reverification: dict[str, Any] | None = None  # the verify commands on the merged result, when asked
+    reused: str | None = None  # why the passed verification stands for the merged result (not run again)
 
 
 def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | None,
@@ -87,6 +88,7 @@ def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | N
         target = _reverify_target(run, merged, scratch)
         reason = same_as_verified(run, head, target) if verification.get("passed") is True else None
         if reason:
+            found.reused = reason
             found.reverification = {**verification, "commit": target, "reused": reason}
         else:
             found.reverification = {**reverify_merged(run, task, target), "commit": target}

@@ -1,6 +1,7 @@
 """bosun's own landings on one branch queue behind each other: several processes landing verified runs
-at once all land, each change exactly once, each re-verified on the branch it lands on. A branch moved
-by anyone else while bosun lands is still refused, with the branch where that someone left it."""
+at once all land, each change exactly once, each verified on the branch it lands on (again, when the
+landing before it moved the branch). A branch moved by anyone else while bosun lands is still refused,
+with the branch where that someone left it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """bosun: hand bounded coding tasks to cheap worker agents and keep authority over what lands."""
 
 from bosun.core.lean_imports import skip_pydantic_plugins
+from bosun.core.version import VERSION
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 # The layers, highest first, each made of folders under bosun/ (and the three top-level entry and
 # process modules): a module imports its own layer or one below it, never one above, and no import

@@ -79,3 +79,48 @@ def test_a_plan_lands_on_its_branch_checked_out_in_another_worktree(cli, tmp_pat
     assert (other / "shared.txt").read_text() == "task\n"
     assert git(other, "status", "--porcelain").splitlines() == ["?? notes.txt"]
     assert (repo / "shared.txt").read_text() == "base\nuser line\n" and git(repo, "status", "--porcelain") == ""
+
+
+def _rebasing_main(repo: Path, other: Path) -> Path:
+    """``main`` being rebased in the worktree ``other`` (as ``git rebase`` leaves it mid-way): its
+    checkout is detached, and the rebase will put main back where it ends."""
+    git(other, "switch", "-q", "--detach")
+    admin = Path(git(other, "rev-parse", "--absolute-git-dir").strip())
+    (admin / "rebase-merge").mkdir()
+    (admin / "rebase-merge" / "head-name").write_text("refs/heads/main\n")
+    return admin / "rebase-merge"
+
+
+def test_integrate_revert_and_apply_refuse_alike_a_branch_being_rebased_in_another_worktree(cli, repo, task_file,
+                                                                                            tmp_path):
+    # All three move the branch through one place, so they refuse the same way and leave it as it was.
+    import shutil
+
+    code, res = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0 and res["verdict"]["outcome"] == "landable", res
+    git(repo, "switch", "-qc", "side")
+    code, res2 = cli("delegate", str(task_file), "--repo", str(repo), "--profile", "fix", "--json")
+    assert code == 0, res2  # started from side: applied to main below
+    other = tmp_path / "wt-main"
+    git(repo, "worktree", "add", "-q", str(other), "main")
+    assert cli("approve", res["id"], "--yes", "--json")[0] == 0
+
+    def refused(*args: str) -> None:
+        head = git(repo, "rev-parse", "main").strip()
+        marker = _rebasing_main(repo, other)
+        code, out = cli(*args, "--json")
+        assert code == 6 and out["error"]["code"] == "BRANCH_CHECKED_OUT", (args, out)
+        assert "being rebased" in out["error"]["message"] and str(other) in out["error"]["message"], out
+        assert git(repo, "rev-parse", "main").strip() == head
+        shutil.rmtree(marker)
+        git(other, "switch", "-q", "main")
+
+    refused("integrate", res["id"])
+    code, out = cli("integrate", res["id"], "--json")
+    assert code == 0 and git(repo, "rev-parse", "main").strip() == out["merged_commit"], out
+    refused("revert", res["id"])
+    code, out = cli("revert", res["id"], "--json")
+    assert code == 0 and git(repo, "rev-parse", "main").strip() == out["revert"]["commit"], out
+    refused("apply", res2["id"], "--to", "main")
+    code, out = cli("apply", res2["id"], "--to", "main", "--json")
+    assert code == 0 and FIXED in (other / "src" / "calc.py").read_text(), out

@@ -1,6 +1,7 @@
 """bosun's own landings on one branch queue behind each other: several processes landing verified runs
-at once all land, each change exactly once, each re-verified on the branch it lands on. A branch moved
-by anyone else while bosun lands is still refused, with the branch where that someone left it."""
+at once all land, each change exactly once, each verified on the branch it lands on (again, when the
+landing before it moved the branch). A branch moved by anyone else while bosun lands is still refused,
+with the branch where that someone left it."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def _approved_runs(cli, tmp_path: Path, repo: Path, count: int, extra_verify: tu
     return ids
 
 
+def _move_the_branch(repo: Path) -> None:
+    """A commit of the user's on main after the runs started: their landings are merges, verified again
+    on the merged result (a landing on an unmoved branch reuses the verification and opens no window)."""
+    (repo / "earlier.txt").write_text("committed while the runs worked\n")
+    git(repo, "add", "earlier.txt")
+    git(repo, "commit", "-qm", "earlier")
+
+
 def test_concurrent_landings_queue_and_each_lands_once(cli, tmp_path, isolated_home):
     repo = make_load_repo(tmp_path / "repo", 4)
     dirty_the_user_tree(repo)
@@ -65,6 +74,7 @@ def test_concurrent_landings_queue_and_each_lands_once(cli, tmp_path, isolated_h
 def test_a_branch_moved_by_someone_else_during_a_landing_is_refused(cli, tmp_path, isolated_home):
     repo = make_load_repo(tmp_path / "repo", 1)
     [run_id] = _approved_runs(cli, tmp_path, repo, 1)
+    _move_the_branch(repo)
     proc = start_bosun("integrate", run_id, "--json")
     # The user commits while the merged result is re-verified (its HOME exists only then).
     wait_until(lambda: any(isolated_home.glob(f"runs/{run_id}/verify-home-*")), timeout=30, step=0.01)
@@ -94,6 +104,7 @@ def test_a_landing_of_bosuns_that_did_not_queue_is_built_on_and_verified_there(c
     (tmp_path / "gate.py").write_text(GATE)
     gate = f"{sys.executable} {tmp_path / 'gate.py'} {hold} {release}"
     first, second = _approved_runs(cli, tmp_path, repo, 2, extra_verify=(gate,))
+    _move_the_branch(repo)
     hold.write_text("")
     proc = start_bosun("integrate", second, "--json")
     wait_until(lambda: any(isolated_home.glob(f"runs/{second}/verify-home-*")), timeout=30, step=0.01)

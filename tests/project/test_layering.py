@@ -161,3 +161,24 @@ def test_no_import_cycles():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def folder_edges() -> dict[tuple[str, str], list[str]]:
+    """Every import from one top-level folder (or loose module) of bosun into another, with its modules."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for src, targets in graph().items():
+        for dst in targets:
+            if unit(src) != unit(dst):
+                out.setdefault((unit(src), unit(dst)), []).append(f"{src} -> {dst}")
+    return out
+
+
+def test_no_two_folders_import_each_other():
+    # Within a layer an import may go either way, but never both: two folders that import each other are
+    # one folder in two places (function-level imports count, a lazy import is still a dependency).
+    edges = folder_edges()
+    mutual = sorted(
+        f"{a} <-> {b}: " + "; ".join(sorted(edges[a, b]) + sorted(edges[b, a]))
+        for a, b in edges if a < b and (b, a) in edges
+    )
+    assert not mutual, "\n".join(mutual)

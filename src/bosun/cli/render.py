@@ -146,7 +146,8 @@ def print_confirmation(verb: str, run: Run) -> None:
                                                                else ")")
         nxt = f"next: bosun integrate {rid} lands it on {run.source_branch}"
     elif verb == "integrate":
-        how = " (re-verified on the merged result)" if run.data.reverified else ""
+        # Verified on the merged result: run again, or (an unmoved branch) the verified tree itself.
+        how = " (verified on the merged result)" if run.data.reverified else ""
         gone = "; its worktree and branch are removed" if run.state == "cleaned" else ""
         said = f"landed {rid} on {run.source_branch} as commit {(run.merged_commit or '')[:12]}{how}{gone}"
         nxt = f"`bosun show {rid}` has the record; `bosun revert {rid}` undoes it"

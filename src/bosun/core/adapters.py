@@ -44,7 +44,7 @@ ADAPTERS: dict[str, Adapter] = {a.name: a for a in (
     Adapter("gemini", "bosun.workers.gemini:GeminiWorker", wire_api="gemini"),
     Adapter("kilo", "bosun.workers.kilo:KiloWorker", effort_levels=ALL_LEVELS, model_listing="kilo"),
     Adapter("acp", "bosun.workers.acp:AcpWorker"),
-    Adapter("remote", "bosun.workers.remote:RemoteWorker"),
+    Adapter("remote", "bosun.remote.adapter:RemoteWorker"),
 )}
 
 NAMES = tuple(ADAPTERS)

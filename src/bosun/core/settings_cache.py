@@ -24,9 +24,9 @@ import os
 import sys
 from pathlib import Path
 
-from bosun import __version__
 from bosun.core.errors import BadInput
 from bosun.core.lean_imports import sha256
+from bosun.core.version import VERSION
 
 TYPE_CHECKING = False  # typing's would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def cache_key(contents: list[tuple[Path, bytes | None]], env: dict[str, Any]) ->
     here = str(Path(__file__).parent)
     code: list[list[Any] | None] = [_stamp(os.path.join(here, name)) for name in _DEFINING_MODULES]
     code.append(_validator_stamp())
-    h = sha256(json.dumps([FORMAT, __version__, code, env], sort_keys=True).encode())
+    h = sha256(json.dumps([FORMAT, VERSION, code, env], sort_keys=True).encode())
     for path, data in contents:
         h.update(b"\0file\0" + os.fsencode(os.path.abspath(path)) + b"\0")
         h.update(b"absent" if data is None else b"bytes\0" + sha256(data).digest())

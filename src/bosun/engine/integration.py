@@ -138,7 +138,8 @@ def _build(ctx: RunContext, run: Run, task: TaskContract, reverify: bool, scratc
     verification = read_json(rdir / record.VERIFICATION, {}) or {}
     try:
         found = build_landing(run, task, approved_diff_sha256=run.data.approved_diff_sha256,
-                              message=commit_message(run, task, verification), scratch=scratch, reverify=reverify)
+                              message=commit_message(run, task, verification), scratch=scratch, reverify=reverify,
+                              verification=verification)
     except Rejected as exc:
         if exc.code == "DIFF_CHANGED":
             ctx.store.transition(run.id, states.APPROVED, states.REJECTED, "diff changed after approval")
@@ -150,6 +151,10 @@ def _build(ctx: RunContext, run: Run, task: TaskContract, reverify: bool, scratc
         ctx.store.merge_data(run.id, landing_author_note=note)
     if found.reverification is not None:
         record.write_doc(run.id, "reverification.json", found.reverification)
+        if found.reused:
+            # bosun's own event (no worker stream produces this type): why the merged result was not run again.
+            record.EventLog(rdir / record.EVENTS).append(
+                {"type": "reverify_skipped", "commit": found.reverification["commit"], "reason": found.reused})
         if not found.reverification["passed"]:
             with stopping(ctx, run):
                 raise RunStopped(states.REJECTED, Rejected(

@@ -7,7 +7,10 @@ what would land (``build_landing``), and the one that moves the user's branch (`
    (no work tree involved); a conflict refuses with the conflicting paths.
 3. If the user's uncommitted files overlap what would change, refuse: nothing is touched.
 4. Verification re-runs on the merged result (plus the user's uncommitted work) in the run's
-   worktree, before the user's branch moves.
+   worktree, before the user's branch moves; unless that run would repeat the verification exactly
+   (``same_as_verified``): the branch has not moved, the tree is byte for byte the verified tree (the
+   same tree object id) and the set-up the verify commands read outside the tree is unchanged. Then
+   the passed verification stands for it, marked ``reused`` with the reason.
 5. The user's branch is fast-forwarded the way ``git merge --ff-only`` would (local changes in
    other files survive, staged stays staged), in whichever worktree has it checked out
    (``isolation/user_branch.py``, the one place a user's branch moves). Nothing is ever pushed.
@@ -42,12 +45,14 @@ class Landing:
     head: str  # the source branch's tip, read once
     merged: str  # what the branch will point at: ``landing``, or its merge with ``head``
     reverification: dict[str, Any] | None = None  # the verify commands on the merged result, when asked
+    reused: str | None = None  # why the passed verification stands for the merged result (not run again)
 
 
 def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | None,
-                  message: str, scratch: Path, reverify: bool) -> Landing:
+                  message: str, scratch: Path, reverify: bool, verification: dict[str, Any]) -> Landing:
     """The landing commit of exactly the approved tree, merged onto the source branch's tip, the
-    user's uncommitted files checked for overlap, and verified again when ``reverify``.
+    user's uncommitted files checked for overlap, and verified again when ``reverify`` (the passed
+    ``verification`` reused when running it again would repeat it exactly).
 
     Refuses (``DIFF_CHANGED``) when the tree's diff is not the approved one, ``MERGE_CONFLICT`` and
     ``OVERLAPS_UNCOMMITTED`` as they say, and an empty change."""
@@ -81,8 +86,35 @@ def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | N
     found = Landing(ident, landing, head, merged)
     if reverify and task.verify:
         target = _reverify_target(run, merged, scratch)
-        found.reverification = {**reverify_merged(run, task, target), "commit": target}
+        reason = same_as_verified(run, head, target) if verification.get("passed") is True else None
+        if reason:
+            found.reused = reason
+            found.reverification = {**verification, "commit": target, "reused": reason}
+        else:
+            found.reverification = {**reverify_merged(run, task, target), "commit": target}
     return found
+
+
+def same_as_verified(run: Run, head: str, target: str) -> str | None:
+    """Why verifying ``target`` again would repeat the verification exactly, or None when it might not.
+
+    Only when the branch has not moved since the run started (a moved branch is always verified
+    again), ``target``'s tree is the verified tree's object id (byte for byte the same files, as git
+    hashes them), and the set-up the verify commands read outside the tree (links and copies) still
+    has the fingerprint it had; a set-up without a fingerprint is never taken as unchanged."""
+    from bosun.isolation import setup as su
+    from bosun.isolation.git import tree_of
+
+    if head != run.base:
+        return None
+    tree = tree_of(run.repo, target)
+    if tree != verified_tree(run):
+        return None
+    env = su.read_manifest(paths.run_dir(run.id))
+    if env is not None and (not env.fingerprint or su.changed_since_setup(env)):
+        return None
+    return (f"{run.source_branch} has not moved since the run started and the merged tree is the verified "
+            f"tree ({tree[:12]}), with the same set-up: the verification that passed stands for it")
 
 
 def move_branches(run: Run, found: Landing) -> None:

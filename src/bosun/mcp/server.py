@@ -86,8 +86,8 @@ TOOLS_DOC = {
                "person and approve with `acknowledge` naming every reason code only after they said yes; never "
                "acknowledge on their behalf without asking. Without it, or with a code missing, approve refuses "
                "and names the codes.",
-    "integrate": "Land an approved run on the branch it started from: merged, re-verified on the merged result, "
-                 "fast-forwarded. Never pushes. Refuses (nothing changed) on a conflict with the user's work.",
+    "integrate": "Land an approved run on the branch it started from: merged, verified on the merged result "
+                 "(not run again when it is the verified tree), fast-forwarded. Never pushes. Refuses (nothing changed) on a conflict with the user's work.",
     "revert": "Undo a landed run: one revert commit of exactly its landing commit on the branch it landed on "
               "(never pushed). Refuses, changing nothing, when later commits touch the same lines (named) or the "
               "user's uncommitted files overlap; onto_worktree=true prepares the revert as a new run instead, "

@@ -203,7 +203,7 @@ class WaveDriver:
         profile = self.settings.profiles.get(name) if name else None
         if profile is None or profile.adapter != "remote":
             return min(local, tasks), None, ""
-        from bosun.workers.remote import live_capacity
+        from bosun.remote.adapter import live_capacity
 
         capacity = live_capacity(profile)
         if not capacity:

@@ -45,12 +45,17 @@ def test_add():
 
 
 def make_repo(path: Path, env: dict[str, str], worker_s: float, verify_s: float) -> None:
-    (path / "src").mkdir(parents=True)
-    (path / "tests").mkdir()
-    (path / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (path / "tests" / "test_calc.py").write_text(BUSY_TEST.format(verify_s=verify_s))
-    (path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
-    (path / "worker.py").write_text(WORKER.format(worker_s=worker_s))
+    write_repo(path, env, {"src/calc.py": "def add(a, b):\n    return a - b\n",
+                           "tests/test_calc.py": BUSY_TEST.format(verify_s=verify_s)},
+               WORKER.format(worker_s=worker_s))
+
+
+def write_repo(path: Path, env: dict[str, str], files: dict[str, str], worker: str) -> None:
+    """A committed repository of ``files`` (pytest finds ``src/``) whose default profile runs ``worker``."""
+    for name, text in {**files, "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\n',
+                       "worker.py": worker}.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
     (path / "bosun.toml").write_text(
         f'default_profile = "w"\n[profiles.w]\nadapter = "command"\ncommand = [{json.dumps(sys.executable)}, '
         f'{json.dumps(str(path / "worker.py"))}]\n')
@@ -58,11 +63,25 @@ def make_repo(path: Path, env: dict[str, str], worker_s: float, verify_s: float)
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
+def bench_env(tmp: Path) -> dict[str, str]:
+    """The environment of a bench's git and bosun: a fixed identity, no user or system config."""
+    return {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
+            "GIT_COMMITTER_EMAIL": "b@x", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(tmp / "gc"),
+            "BOSUN_CONFIG": str(tmp / "none.toml")}
+
+
 def delegate(repo: Path, task: Path, home: Path, baseline: str, env: dict[str, str]) -> float:
     toml = repo / "bosun.toml"
     text = toml.read_text().split("\n", 1)[1] if toml.read_text().startswith("baseline") else toml.read_text()
     toml.write_text(f'baseline = "{baseline}"\n' + text)
     subprocess.run(["git", "commit", "-qam", "set baseline", "--allow-empty"], cwd=repo, env=env, capture_output=True)
+    wall, out = timed_delegate(repo, task, home, env)
+    assert (out["verification"]["proven"] is True) == (baseline == "auto"), out["verification"]
+    return wall
+
+
+def timed_delegate(repo: Path, task: Path, home: Path, env: dict[str, str]) -> tuple[float, dict]:
+    """``bosun delegate --json`` in a process of its own: its wall time and its verified result."""
     run_env = {**env, "BOSUN_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "bosun", "delegate", str(task), "--repo", str(repo), "--json"],
@@ -70,8 +89,7 @@ def delegate(repo: Path, task: Path, home: Path, baseline: str, env: dict[str, s
     wall = time.perf_counter() - t0
     out = json.loads(res.stdout)
     assert out["state"] == "verified", out
-    assert (out["verification"]["proven"] is True) == (baseline == "auto"), out["verification"]
-    return wall
+    return wall, out
 
 
 def main() -> int:
@@ -82,9 +100,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bosun-bench-baseline-") as t:
         tmp = Path(t)
-        env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
-               "GIT_COMMITTER_EMAIL": "b@x", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(tmp / "gc"),
-               "BOSUN_CONFIG": str(tmp / "none.toml")}
+        env = bench_env(tmp)
         repo = tmp / "repo"
         make_repo(repo, env, args.worker_s, args.verify_s)
         task = tmp / "task.json"

@@ -9,14 +9,14 @@ Three entry points:
   into bounded head+tail buffers (the child never blocks on a full pipe), an optional per-line
   callback, a wall timeout and an idle timeout that kill the whole group, and a short grace for
   children that keep stdout open after the main process exits. With ``confine`` the child is put
-  under a Landlock ruleset between fork and exec (inherited by everything it starts), and when the
-  step ends every process it left behind is stopped and killed (``bosun.sandbox.reaper``).
+  in the kernel sandbox (``bosun.sandbox``: its own namespaces through bwrap, or a Landlock ruleset,
+  inherited by everything it starts), and when the step ends every process it left behind is gone:
+  by the end of its PID namespace, or stopped and killed by the subreaper (``bosun.sandbox.reaper``).
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import threading
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from bosun.core.pipes import BoundedBuffer, PipeReader
+from bosun.core.pipes import BoundedBuffer, ExitWatch, PipeReader, feed_stdin
 
 if TYPE_CHECKING:
     from bosun.sandbox import Confinement
@@ -76,6 +76,17 @@ def allowlisted_env(
     env = {k: v for k, v in src.items() if k in keys or k.startswith(ENV_PREFIX_ALLOWLIST)}
     if overrides:
         env.update(overrides)
+    return without_relative_path(env)
+
+
+def without_relative_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with only the absolute directories of its ``PATH``.
+
+    A relative entry (``node_modules/.bin``, ``.``, or an empty one, which means ``.``) is looked up in
+    the child's working directory: in a worktree, that is the worker's files, so ``python3`` there
+    would be whatever program the worker left under that name."""
+    if "PATH" in env:
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p))
     return env
 
 
@@ -189,24 +200,40 @@ def run_supervised(
 
     ``on_start`` receives the child's pid (== its process group id) so callers can record it.
     ``should_stop`` is polled; when it returns True the group is terminated (cancellation).
-    ``confine`` applies a Landlock ruleset to the child (and so to all its descendants); the caller
-    checks ``bosun.sandbox.probe()`` first. Whatever the step started is killed when it ends.
+    ``confine`` starts the child in the kernel sandbox (namespaces through bwrap, or a Landlock
+    ruleset; inherited by all its descendants); the caller checks ``bosun.sandbox.probe()`` first.
+    Whatever the step started is killed when it ends (by the end of its PID namespace, or by the
+    subreaper's sweep).
     Raises ``FileNotFoundError`` when the program does not exist and ``SandboxFailed`` when the
     kernel refused the confinement (the program never ran).
     """
     from bosun.sandbox import SandboxFailed, prepare, reaper, spawn
+    from bosun.sandbox.bubblewrap import find_program
 
     started = time.monotonic()
-    containment = reaper.enable()
     try:
         prepared = prepare(confine) if confine is not None else None
     except OSError as exc:
         raise SandboxFailed(f"the kernel refused the sandbox for {argv[0]}: {exc}") from None
-    pending = reaper.begin() if containment else None
+    command = list(argv)
+    namespaced = prepared is not None and prepared.contained
+    if prepared is not None and namespaced:
+        # The program is looked up here so a missing one fails as it does unconfined, not as bwrap's
+        # exit code.
+        try:
+            find_program(argv[0], cwd, env)
+        except OSError:
+            prepared.close()
+            raise
+        command = prepared.command(argv, Path(cwd))
+    containment = reaper.enable()
+    # Inside its own PID namespace whatever the child starts dies with it: the step is only registered
+    # (so no other step's end takes its bwrap for an orphan), never swept.
+    pending = (reaper.Step(0, set(), namespaced=True) if namespaced else reaper.begin()) if containment else None
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            list(argv),
+            command,
             cwd=str(cwd),
             env=dict(env),
             stdin=subprocess.PIPE if stdin_data is not None or stdin_pipe else subprocess.DEVNULL,
@@ -225,10 +252,10 @@ def run_supervised(
         spawned_at = time.time()
         pgid = proc.pid
         step = reaper.register(pending, pgid) if pending is not None else None
-    if stdin_pipe is not None:
-        assert proc.stdin is not None
-        stdin_pipe(proc.stdin)
     try:
+        if stdin_pipe is not None:
+            assert proc.stdin is not None
+            stdin_pipe(proc.stdin)
         return _supervise(proc, argv, started, stdin_data, timeout_s, idle_timeout_s, on_line,
                           on_start, should_stop, stdout_grace_s, step, spawned_at)
     except BaseException:
@@ -236,6 +263,9 @@ def run_supervised(
             terminate_group(pgid, grace=0.2)
             reaper.contain(step)
         raise
+    finally:
+        if prepared is not None:
+            prepared.release()
 
 
 def _supervise(
@@ -265,7 +295,7 @@ def _supervise(
     for r in readers:
         r.start()
     if stdin_data is not None:
-        threading.Thread(target=_feed_stdin, args=(proc, stdin_data), daemon=True).start()
+        threading.Thread(target=feed_stdin, args=(proc, stdin_data), daemon=True).start()
     if on_start is not None:
         # After the readers and stdin run: a caller may do work here while the child already runs.
         on_start(pgid)
@@ -317,58 +347,6 @@ def _supervise(
             pass
     result.duration_s = time.monotonic() - started
     return result
-
-
-class ExitWatch:
-    """Waits for a child's exit and wakes the moment it happens.
-
-    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, so every supervised step ended up to
-    50 ms after its process did. On Linux a pidfd becomes readable when the process exits: waiting
-    on it blocks without polling. Elsewhere (or when the kernel has no pidfd) it falls back to
-    ``Popen.wait``.
-    """
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self._poll: select.poll | None = None
-        self._fd: int | None = None
-        try:
-            self._fd = os.pidfd_open(proc.pid)
-        except (AttributeError, OSError):
-            return  # no pidfd here; or the child is already gone (the wait below reaps it)
-        self._poll = select.poll()
-        self._poll.register(self._fd, select.POLLIN)
-
-    def wait(self, timeout: float) -> bool:
-        """True once the child has exited (and is reaped), False after ``timeout`` seconds."""
-        if self._poll is None:
-            try:
-                self.proc.wait(timeout=timeout)
-                return True
-            except subprocess.TimeoutExpired:
-                return False
-        if not self._poll.poll(max(0, int(timeout * 1000))):
-            return self.proc.poll() is not None
-        self.proc.wait()
-        return True
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def _feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(data)
-    except (BrokenPipeError, OSError):
-        pass
-    finally:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
 
 
 def start_detached(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], log_path: Path) -> int:

@@ -43,8 +43,8 @@ def test_show_text_has_the_review_block(runs: Any) -> None:
     at = text.index(f"cross-review: 2 rounds by {REVIEWER}, $0.0011")
     assert text[at + 1:at + 4] == [
         "  round 1: 3 findings, the worker revised",
-        "  P2 src/calc.py:999 overflowing sum (citation not found: src/calc.py:999 is out of range (6 lines))",
-        "  P3 src/calc.py:1 name the parameters",
+        '  P2 src/calc.py:999 "overflowing sum" (citation not found: src/calc.py:999 is out of range (6 lines))',
+        '  P3 src/calc.py:1 "name the parameters"',
     ]
     assert at < next(i for i, ln in enumerate(text) if ln.startswith("  profile "))  # read first, with the verdict
 

@@ -30,3 +30,16 @@ def attack_repo(repo: Path) -> Path:
         fh.write("build/\n")
     git(repo, "commit", "-qam", "attack profiles")
     return repo
+
+
+FILES_WORKER = ROOT / "tests" / "workers" / "files.py"
+
+
+@pytest.fixture
+def files_repo(repo: Path) -> Path:
+    """The repository with a `files` profile: a worker that writes exactly the files a test hands it."""
+    with (repo / "bosun.toml").open("a") as fh:
+        fh.write(f'\n[profiles.files]\nadapter = "command"\nenv = ["BOSUN_TEST_FILES"]\n'
+                 f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FILES_WORKER))}]\n")
+    git(repo, "commit", "-qam", "files profile")
+    return repo

@@ -35,6 +35,10 @@ def test_opencode_installs_its_plugin_dependency_once_per_profile(cli, repo, tmp
     monkeypatch.setenv(KEY_ENV, "dummy")
     monkeypatch.setenv("npm_config_registry", registry.url)
     monkeypatch.setenv("BOSUN_CACHE_DIR", str(tmp_path / "bosun-cache"))
+    # The registry is a local mirror: under network = "provider-only" a worker reaches it only when opened.
+    from urllib.parse import urlsplit
+
+    (tmp_path / "no-user-config.toml").write_text(f"network_ports = [{urlsplit(registry.url).port}]\n")
     task = task_yaml(tmp_path / "task.json", timeout_s=300)
     config_dir = tmp_path / "bosun-cache" / "cli" / "opencode-oc" / "config" / "opencode"
     installed = config_dir / "node_modules" / PLUGIN / "package.json"

@@ -41,8 +41,8 @@ def test_sigkill_during_work_then_recover_completes(repo, task_file, isolated_ho
     out = run_bosun("show", run_id, "--json")
     assert json.loads(out.stdout)["state"] == "working"
     out = run_bosun("recover", run_id, "--json")
+    assert out.returncode == 0, (out.stdout, out.stderr)
     res = json.loads(out.stdout)
-    assert out.returncode == 0, out.stderr
     assert res["state"] == "verified"
     assert res["verification"]["passed"] is True
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

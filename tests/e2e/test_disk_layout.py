@@ -21,6 +21,7 @@ def _generic(rel: str) -> str:
     rel = re.sub(r"\bp-\d{8}-\d{6}-[0-9a-f]{6}\b", "<id>", rel)
     rel = re.sub(r"\b\d{8}-\d{6}-[0-9a-f]{6}\b", "<id>", rel)
     rel = re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", rel)
+    rel = re.sub(r"\.land-[0-9a-f]+\.lock$", ".land-<key>.lock", rel)
     return re.sub(r"verify-wave-\d+", "verify-wave-<n>", rel)
 
 

@@ -252,9 +252,9 @@ def test_list_headers_and_a_discarded_run_reads_discarded(cli, repo, task_file):
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["RUN", "STATE", "CREATED"]
     by_id = {ln.split()[0]: ln.split()[1] for ln in lines[1:]}
-    assert by_id[res["id"]] == "discarded" and by_id[res2["id"]] == "cleaned"
+    assert by_id[res["id"]] == "discarded" and by_id[res2["id"]] == "landed"  # what it is, not "cleaned"
     code, out = cli("show", res["id"])
-    assert "[cleaned: discarded]" in out.splitlines()[0]
+    assert "[discarded]" in out.splitlines()[0]
     code, out = cli("workers", "--repo", str(repo))
     assert out.splitlines()[0].split()[:3] == ["PROFILE", "ADAPTER", "TIER"]
 
@@ -380,4 +380,27 @@ def test_integrate_on_a_merged_run_says_so_and_a_removed_worktree_is_not_shown_a
 def test_doctor_says_what_the_remote_adapter_needs(repo):
     out = run_bosun("doctor", "--repo", str(repo))
     line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
+    assert "?" not in line and "not used" in line, line  # no profile uses it: nothing to set up
+    (repo / "bosun.toml").write_text('remote = "nats://127.0.0.1:9"\n' + (repo / "bosun.toml").read_text())
+    out = run_bosun("doctor", "--repo", str(repo))
+    line = next(line for line in out.stdout.splitlines() if line.strip().startswith("remote"))
     assert "?" not in line and "not set up: " in line, line
+
+
+def test_a_verify_program_found_only_through_a_relative_path_entry_is_named_before_anything_runs(
+        cli, repo, tmp_path, isolated_home, monkeypatch):
+    # `tools/bin` on the user's PATH finds the repository's script; in the worktree it would find the
+    # worker's. bosun drops relative entries, and says so before anything is created.
+    script = repo / "tools" / "bin" / "runtests"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\nexec python -m pytest -q tests\n")
+    script.chmod(0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a test script")
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("PATH", "tools/bin" + os.pathsep + os.environ["PATH"])
+    code, res = cli("delegate", str(task_yaml(tmp_path / "t.json", verify=["runtests"])), "--repo", str(repo), "--json")
+    assert code == 2, res
+    problem = next(p for p in res["problems"] if p["code"] == "VERIFY_NOT_FOUND")
+    assert "bosun ignores relative PATH entries" in problem["hint"], problem
+    _nothing_created(repo, isolated_home)

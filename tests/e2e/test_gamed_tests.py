@@ -32,7 +32,7 @@ def gate(result: dict, code: str) -> dict:
 @pytest.mark.parametrize(
     ("mode", "code", "says"),
     [
-        ("tautology", "TEST_WEAKENED", "tests/test_calc.py:5 test_add: `assert True` cannot fail"),
+        ("tautology", "TEST_WEAKENED", "tests/test_calc.py:5 test_add: \"assert True\" cannot fail"),
         ("early_return", "TEST_WEAKENED", "tests/test_calc.py:5 test_add returns before its first assertion"),
         ("shadow_test", "TEST_WEAKENED", "redefines test_add of line 4: only the later one runs"),
         ("harness_patch", "TEST_HARNESS_CHANGED", "tests/__init__.py:3 patches code under test: calc.add"),

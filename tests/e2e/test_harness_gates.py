@@ -63,11 +63,20 @@ def test_harness_attacks_are_rejected(cli, harness_repo, tmp_path, mode, verify,
 
 
 def test_the_cheats_did_make_verification_pass(cli, harness_repo, tmp_path):
-    # Proof that the gates, not verification, stop these: the verify commands themselves passed.
-    for mode, verify in (("shadow_pytest", [PYTEST]), ("makefile_echo", ["make test"])):
+    # Proof that the gates, not the tests, stop these: the verify commands themselves exited 0. The
+    # pytest.py shadow ran under the runner guard, which saw the tree's pytest.py loaded in place of the
+    # environment's: that command does not count as passed, so the change is never proven either.
+    import json
+
+    from bosun.core import paths
+
+    for mode, verify, tampered in (("shadow_pytest", [PYTEST], True), ("makefile_echo", ["make test"], False)):
         task = task_yaml(tmp_path / f"{mode}.json", verify=verify)
         _, res = cli("delegate", str(task), "--repo", str(harness_repo), "--profile", mode, "--json")
-        assert res["state"] == "rejected" and res["verification"]["passed"] is True, (mode, res["verification"])
+        ran = json.loads((paths.run_dir(res["id"]) / "verification.json").read_text())["commands"][0]
+        assert res["state"] == "rejected" and ran["exit_code"] == 0, (mode, res["verification"])
+        assert bool(ran.get("runner_tampered")) is tampered, (mode, ran.get("guard"))
+        assert res["verification"]["passed"] is not tampered
 
 
 def test_an_honest_fix_with_a_new_module_lands(cli, harness_repo, tmp_path):

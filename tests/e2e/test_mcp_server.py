@@ -207,16 +207,28 @@ def test_plan_run_and_status_workers_and_diff(repo: Path, tmp_path: Path):
     assert not err and d["stats"]["files"] == 1 and d["diff"] is None
 
 
-def _assistant_line(msg_id: str, when: float, usage: dict) -> str:
-    import json
+def _measured(run_id: str) -> dict:
+    from bosun.store.db import open_store
+
+    return open_store().require_run(run_id).data.parent_measured or {}
+
+
+def _stamp(when: float) -> str:
     from datetime import UTC, datetime
 
-    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    return json.dumps({"type": "assistant", "timestamp": stamp, "uuid": msg_id,
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _assistant_line(msg_id: str, when: float, usage: dict) -> str:
+    import json
+
+    return json.dumps({"type": "assistant", "timestamp": _stamp(when), "uuid": msg_id,
                        "message": {"id": msg_id, "role": "assistant", "content": [], "usage": usage}}) + "\n"
 
 
 def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo: Path, task_file: Path, tmp_path: Path):
+    """As Claude Code does: the turn that calls approve is timestamped before the call and written to the
+    log after the call returned, with the call's result. It is counted all the same."""
     import json
     import os
     import time
@@ -229,6 +241,7 @@ def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo:
     before = {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 9000, "output_tokens": 99}
     log.write_text(_assistant_line("msg_before", time.time() - 60, before))
     during = {"input_tokens": 7, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 12000, "output_tokens": 50}
+    deciding = {"input_tokens": 3, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 12500, "output_tokens": 9}
 
     async def body(s):
         err, started = await call(s, "delegate", {"task_path": str(task_file), "profile": "fix"})
@@ -237,8 +250,14 @@ def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo:
             fh.write(_assistant_line("msg_during", time.time(), during))
         done = await wait_done(s, started["id"])
         assert done["receipt"]["parent_measured"]["measured"] is False  # the review has not ended
+        decided_at = time.time()
         err, approved = await call(s, "approve", {"run_id": started["id"]})
         assert not err, approved
+        assert _measured(started["id"])["pending"] is True  # its own turn is not written yet
+        with log.open("a") as fh:  # now the host writes the turn that called approve, and the call's result
+            fh.write(_assistant_line("msg_approve", decided_at, deciding))
+            fh.write(json.dumps({"type": "user", "timestamp": _stamp(time.time() + 0.01),
+                                 "message": {"role": "user", "content": [{"type": "tool_result"}]}}) + "\n")
         err, res = await call(s, "result", {"run_id": started["id"]})
         err, totals = await call(s, "savings", {})
         return res, totals
@@ -246,13 +265,43 @@ def test_the_parent_is_measured_between_delegate_and_the_end_of_its_review(repo:
     res, totals = with_session(repo, body, env={"HOME": str(home), "PARENT_AGENT": "claude-code"})
     measured = res["receipt"]["parent_measured"]
     assert measured["measured"] is True and measured["agent"] == "claude-code", measured
-    assert measured["tokens"]["total_tokens"] == 7 + 100 + 12000 + 50  # the earlier turn is not counted
+    window = 7 + 100 + 12000 + 50 + 3 + 12500 + 9  # the earlier turn is not counted, the approving one is
+    assert measured["tokens"]["total_tokens"] == window, measured
+    assert [t["id"] for t in measured["turns"]] == ["msg_during", "msg_approve"]
     assert measured["cost_usd"] > 0 and "saving_usd" in measured
     assert res["receipt"]["parent_estimated"]["parent_direct_tokens"] > 0
     metrics = json.loads((Path(os.environ["BOSUN_HOME"]) / "runs" / res["id"] / "metrics.json").read_text())
-    assert metrics["parent_measured"]["tokens"]["total_tokens"] == 12157
-    assert totals["parent_measured"]["runs"] == 1 and totals["parent_measured"]["parent_tokens"] == 12157
+    assert metrics["parent_measured"]["tokens"]["total_tokens"] == window
+    assert totals["parent_measured"]["runs"] == 1 and totals["parent_measured"]["parent_tokens"] == window
     assert totals["parent_estimated"]["runs"] == 1
+
+
+def test_savings_reads_a_window_that_was_still_pending(repo: Path, task_file: Path, tmp_path: Path):
+    import time
+
+    from bosun.parents.sessionlogs import claude_slug
+
+    home = tmp_path / "parent-home"
+    log = home / ".claude" / "projects" / claude_slug(repo) / "session.jsonl"
+    log.parent.mkdir(parents=True)
+    turn = {"input_tokens": 7, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 100, "output_tokens": 3}
+    log.write_text(_assistant_line("msg_before", time.time() - 60, turn))
+
+    async def body(s):
+        err, started = await call(s, "delegate", {"task_path": str(task_file), "profile": "fix"})
+        await wait_done(s, started["id"])
+        with log.open("a") as fh:
+            fh.write(_assistant_line("msg_during", time.time(), turn))
+        err, approved = await call(s, "approve", {"run_id": started["id"]})
+        assert not err and _measured(started["id"])["pending"] is True, approved
+        with log.open("a") as fh:  # the parent goes on after the call; nothing asks bosun about the run
+            fh.write(_assistant_line("msg_after", time.time() + 0.01, turn))
+        err, totals = await call(s, "savings", {})
+        return totals
+
+    totals = with_session(repo, body, env={"HOME": str(home), "PARENT_AGENT": "claude-code"})
+    assert totals["parent_measured"]["runs"] == 1 and totals["parent_measured"]["parent_tokens"] == 110, totals
+    assert totals["not_measured"] == {}
 
 
 # -- a run that needs review: the parent carries its person's yes, never its own ----------------------

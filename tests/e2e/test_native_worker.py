@@ -130,8 +130,12 @@ def test_demo_runs(tmp_path):
     out = run_bosun("demo", timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "scripted replay" in out.stdout
-    assert "state: cleaned" in out.stdout
+    assert "verdict: landable" in out.stdout and "state: landed " in out.stdout
     assert "Bosun-Run:" in out.stdout
+    # The sample repo's path is printed, and so is what becomes of it (rich wraps lines: words compared).
+    said = " ".join(out.stdout.split())
+    assert "removed when the demo ends; `bosun demo --keep` keeps it" in said
+    assert said.endswith("`bosun demo --keep` keeps the sample repo to look around"), said[-200:]
 
 
 def test_profile_in_cooldown_is_skipped_on_the_next_run(cli, repo, task_file):

@@ -92,4 +92,27 @@ def test_claude_code_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     measured = metrics["parent_measured"]
     assert measured["agent"] == "claude-code"
     assert measured["measured"] is True, measured
-    assert measured["tokens"]["total_tokens"] > 0
+    # The window (delegate to approve) read from the log as Claude Code left it: every turn in it,
+    # the one that called approve too (written after that call returned), each counted once.
+    turns = claude_turns(Path(measured["log"]), measured["from"], measured["to"])
+    approving = [t for t, called in turns.items() if called == "mcp__bosun__approve"]
+    assert len(approving) == 1, turns
+    assert [t["id"] for t in measured["turns"]] == list(turns), (measured["turns"], turns)
+    assert measured["tokens"]["total_tokens"] == sum(t["tokens"] for t in measured["turns"]) > 0
+
+
+def claude_turns(log: Path, start: float, end: float) -> dict[str, str | None]:
+    """Claude Code's assistant messages timestamped in [start, end], in order: id -> the tool it called."""
+    from datetime import datetime
+
+    out: dict[str, str | None] = {}
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        msg = entry.get("message") or {}
+        if entry.get("type") != "assistant" or "usage" not in msg:
+            continue
+        at = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
+        if start <= at <= end:
+            calls = [c.get("name") for c in msg.get("content") or [] if c.get("type") == "tool_use"]
+            out[msg["id"]] = calls[0] if calls else out.get(msg["id"])
+    return out

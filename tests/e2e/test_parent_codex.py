@@ -93,4 +93,29 @@ def test_codex_delegates_through_bosun_mcp(repo: Path, tmp_path: Path):
     metrics = json.loads((Path(os.environ["BOSUN_HOME"]) / "runs" / started["id"] / "metrics.json").read_text())
     measured = metrics["parent_measured"]
     assert measured["agent"] == "codex" and measured["measured"] is True, measured
-    assert measured["tokens"]["total_tokens"] > 0
+    # The window (delegate to approve) read from the rollout as Codex left it: each model response in
+    # it, the one that called approve too, each counted once.
+    responses = codex_responses(Path(measured["log"]), measured["from"], measured["to"])
+    assert list(responses.values()).count("approve") == 1 and "delegate" not in responses.values(), responses
+    assert [t["id"] for t in measured["turns"]] == list(responses), (measured["turns"], responses)
+    assert measured["tokens"]["total_tokens"] == sum(t["tokens"] for t in measured["turns"]) > 0
+
+
+def codex_responses(log: Path, start: float, end: float) -> dict[str, str | None]:
+    """Codex's usage records of model responses timestamped in [start, end], in order: response id ->
+    the tool that response called."""
+    from datetime import datetime
+
+    out: dict[str, str | None] = {}
+    called = None
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        payload = entry.get("payload") or {}
+        if entry.get("type") == "response_item" and payload.get("type") == "function_call":
+            called = payload.get("name")
+        elif entry.get("type") == "token_usage_record":
+            at = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp()
+            if start <= at <= end:
+                out[payload["response_id"]] = called
+            called = None
+    return out

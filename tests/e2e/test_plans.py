@@ -418,21 +418,23 @@ def test_malformed_files_and_ids_are_bad_input(cli, prepo, tmp_path):
     assert code == 2 and "detached" in out["error"]["message"]
 
 
-def test_red_plan_verify_fails_the_plan_and_keeps_the_integration_branch(cli, prepo, tmp_path):
+def test_a_plan_verify_that_regresses_fails_the_plan_and_keeps_the_integration_branch(cli, prepo, tmp_path):
     before = user_state(prepo)
+    # The plan verify passes before wave 1 (shared.txt says "base") and task a rewrites that file.
     plan = write_plan(tmp_path / "p.json", [
-        task("a", "@write out/a.txt a", ["out/a.txt"], verify=[check("out/a.txt")]),
+        task("a", "@write shared.txt changed", ["shared.txt"], verify=[check("shared.txt", "changed")]),
         task("b", "@write out/b.txt b", ["out/b.txt"], ["a"], verify=[check("out/b.txt")]),
-    ], verify=[check("out/a.txt", "not-there")])
+    ], verify=[check("shared.txt", "base")])
     code, res = run_plan(cli, prepo, plan)
     assert code == 1, res
-    assert res["state"] == "failed" and res["error"]["code"] == "PLAN_VERIFY_FAILED"
-    assert "after wave 1" in res["error"]["message"]
+    assert res["state"] == "failed" and res["error"]["code"] == "PLAN_VERIFY_REGRESSED"
+    assert "wave 1 broke what passed before it" in res["error"]["message"]
+    assert "missing" in res["error"]["output"] or "shared.txt" in res["error"]["output"], res["error"]
     t = by_id(res)
     assert t["a"]["state"] == "merged" and t["b"]["state"] == "pending"  # wave 2 never started
     assert user_state(prepo) == before
-    assert git(prepo, "show", f"bosun/plan/{res['id']}:out/a.txt") == "a\n"
-    assert Path(res["plan_dir"], "verify-wave-1.json").exists()
+    assert git(prepo, "show", f"bosun/plan/{res['id']}:shared.txt") == "changed\n"
+    assert Path(res["plan_dir"], "verify-wave-0.json").exists() and Path(res["plan_dir"], "verify-wave-1.json").exists()
     assert worktree_count(prepo) == 1  # the temporary verify worktree is gone
 
 

@@ -102,7 +102,7 @@ def test_show_leads_with_the_verdict_and_the_review(cli, repo, tmp_path, monkeyp
     assert lines[1] == "verdict: needs review (SELF_REVIEW_ESCALATED)", text
     assert lines[2].startswith("  - SELF_REVIEW_ESCALATED: the worker's self-review escalated"), text
     assert "self-review: ESCALATED - add() now adds; tests pass." in lines
-    assert "P1 finding: overflow not handled" in text
+    assert "P1 finding: \"overflow not handled\"" in text
 
 
 def test_self_review_skipped_for_small_diffs_is_not_a_pass(cli, repo, task_file, monkeypatch):

@@ -18,17 +18,7 @@ import pytest
 
 from tests.conftest import ROOT, git, task_yaml, user_state
 
-FILES_WORKER = ROOT / "tests" / "workers" / "files.py"
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
-
-
-@pytest.fixture
-def files_repo(repo: Path) -> Path:
-    with (repo / "bosun.toml").open("a") as fh:
-        fh.write(f'\n[profiles.files]\nadapter = "command"\nenv = ["BOSUN_TEST_FILES"]\n'
-                 f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FILES_WORKER))}]\n")
-    git(repo, "commit", "-qam", "files profile")
-    return repo
 
 
 def delegate(cli, repo: Path, tmp_path: Path, monkeypatch, edits: dict, *extra: str, **task: object):
@@ -98,14 +88,18 @@ def test_the_honest_proven_fix_still_lands_with_auto_approve(cli, files_repo, tm
     assert "return a + b" in (files_repo / "src" / "calc.py").read_text()
 
 
-def test_a_new_tox_environment_is_refused_unless_the_task_permits_it(cli, files_repo, tmp_path, monkeypatch):
+def test_a_new_tox_environment_no_verify_command_selects_is_for_review(cli, files_repo, tmp_path, monkeypatch):
+    # Locked test configuration that changes nothing any verify command runs is read, not refused.
     (files_repo / "tox.ini").write_text(TOX)
     git(files_repo, "add", "tox.ini")
     git(files_repo, "commit", "-qm", "tox")
     code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED, "tox.ini": TOX_MORE})
-    assert code == 3 and res["verdict"]["outcome"] == "refused", res
-    assert "LOCKED_PATH_CHANGED" in reasons(res)
-    assert "permit" in next(g for g in res["gates"] if g["code"] == "LOCKED_PATH_CHANGED")["detail"]
+    assert code == 7 and reasons(res) == ["TEST_ENV_ADDED"], res["verdict"]
+    assert "tox.ini [testenv:lint]" in res["verdict"]["reasons"][0]["sentence"]
+    # Anything else in the locked tox.ini is still the locked file changed.
+    edited = TOX_MORE.replace("commands = pytest", "commands = pytest -k 'not add'")
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED, "tox.ini": edited})
+    assert code == 3 and "LOCKED_PATH_CHANGED" in reasons(res), res["verdict"]
 
 
 def test_permit_never_covers_a_verify_entry_point_unless_named_exactly(cli, files_repo, tmp_path, monkeypatch):
@@ -139,9 +133,11 @@ def test_tests_renamed_with_their_subject_are_not_held_against_the_change(cli, f
     code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": RENAMED, "tests/test_calc.py": RENAMED_TESTS})
     gate = next(g for g in res["gates"] if g["code"] == "TESTS_REWRITTEN")
     assert gate["ok"] and "tests/test_calc.py::test_add" in gate["detail"], gate
-    # test_add failed before the change, and the change removed what it tests: a person decides.
-    assert code == 7 and set(reasons(res)) == {"SUBJECT_REMOVED"}, res["verdict"]
+    # test_add failed before the change, and the change removed what it tests: a person decides. No
+    # test that failed before is reported passed after (test_add is gone): nothing proves the change.
+    assert code == 7 and set(reasons(res)) == {"SUBJECT_REMOVED", "NOT_PROVEN"}, res["verdict"]
     assert any("failed before it" in r["sentence"] for r in res["verdict"]["reasons"])
+    assert 'tests/test_calc.py::test_add (missing)' in res["verification"]["proof"]
 
 
 def test_a_subject_hidden_from_the_names_bosun_reads_does_not_hide_a_regression(cli, files_repo, tmp_path, monkeypatch):
@@ -153,8 +149,9 @@ def test_a_subject_hidden_from_the_names_bosun_reads_does_not_hide_a_regression(
     before = user_state(files_repo)
     code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": code_, "tests/test_calc.py": tests},
                          "--auto-approve")
-    assert code == 7 and res["verdict"]["outcome"] == "needs_review", res["verdict"]
-    assert "SUBJECT_REMOVED" in reasons(res)
+    # `sub = _sub` still defines sub(), so test_sub is not excused: put back, it fails on the change.
+    assert code == 3 and res["verdict"]["outcome"] == "refused", res["verdict"]
+    assert "TESTS_REWRITTEN" in reasons(res) and "tests/test_calc.py::test_sub" in str(res["verdict"])
     assert user_state(files_repo) == before
 
 
@@ -167,15 +164,15 @@ def test_a_renamed_subject_does_not_excuse_the_tests_that_still_fail(cli, files_
     assert code == 3 and "TESTS_REWRITTEN" in reasons(res), res["verdict"]
 
 
-def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
-    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
-    assert code == 7, res
+def _approve_on_a_terminal(run_id: str, cwd: Path, answer: bytes) -> tuple[int, bytes]:
+    """`bosun approve RUN` with a real terminal (a pty) as stdin and stderr, answering ``answer``."""
     leader, follower = pty.openpty()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "BOSUN_WARM": "0"}
     try:
-        proc = subprocess.run([sys.executable, "-m", "bosun", "approve", res["id"]], stdin=follower, stderr=follower,
-                              stdout=subprocess.PIPE, env=env, timeout=120, cwd=files_repo)
+        proc = subprocess.Popen([sys.executable, "-m", "bosun", "approve", run_id], stdin=follower, stderr=follower,
+                                stdout=subprocess.PIPE, env=env, cwd=cwd)
         os.close(follower)
+        os.write(leader, answer)  # typed ahead: the terminal keeps it until bosun asks
         said = b""
         while True:
             try:
@@ -185,9 +182,33 @@ def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_re
             if not chunk:
                 break
             said += chunk
+        proc.communicate(timeout=120)
     finally:
         os.close(leader)
-    assert proc.returncode == 0, (proc.stdout, said)
+    return proc.returncode, said
+
+
+def test_a_person_at_a_terminal_approves_after_reading_the_reasons(cli, files_repo, tmp_path, monkeypatch):
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch, {"src/calc.py": FIXED}, verify=[VERIFY_SUB])
+    assert code == 7, res
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"n\n")
+    assert code == 7, said  # a person's "no" is a no
+    assert b"NOT_PROVEN" in said and b"[y/N]" in said and b"not approved" in said
+    code, out = cli("show", res["id"], "--json")
+    assert out["state"] == "verified" and out["verdict"]["acknowledged"] is None
+    code, said = _approve_on_a_terminal(res["id"], files_repo, b"y\n")
+    assert code == 0, said
     assert b"NOT_PROVEN" in said and b"needs review" in said
     code, out = cli("show", res["id"], "--json")
     assert out["state"] == "approved" and out["verdict"]["acknowledged"]["by"] == "person"
+
+
+def test_the_proof_names_the_original_tests_when_the_change_edited_them(cli, files_repo, tmp_path, monkeypatch):
+    # Verification passed on the change's version of the tests; the proof is about the originals, put back.
+    code, res = delegate(cli, files_repo, tmp_path, monkeypatch,
+                         {"src/calc.py": SUB_CHANGED, "tests/test_calc.py": TEST_REWRITTEN}, tests="rewrite")
+    assert code == 7 and res["verification"]["passed"], res
+    proof = res["verification"]["proof"]
+    assert proof.startswith("the original tests (put back as they were before the change) failed before this change "
+                            "and still fail after it"), proof
+    assert "own version of the tests passes" in proof

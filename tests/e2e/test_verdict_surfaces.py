@@ -85,7 +85,7 @@ def _mcp(repo: Path, run_ids: list[str]) -> dict[str, tuple[dict[str, Any], dict
 def _dashboard(run_ids: list[str]) -> tuple[str, dict[str, str]]:
     from bosun.web.app import create_app
 
-    c = TestClient(create_app("t0ken", 8765), base_url="http://127.0.0.1:8765")
+    c = TestClient(create_app("t0ken", 8765), base_url="http://127.0.0.1:8765", headers={"x-bosun-token": "t0ken"})
     listing = c.get("/")
     assert listing.status_code == 200
     return listing.text, {rid: c.get(f"/runs/{rid}").text for rid in run_ids}

@@ -93,7 +93,7 @@ def test_escalated_self_review_waits_for_a_person(cli, repo, tmp_path, monkeypat
     assert code == 7 and res["state"] == "verified", res
     assert res["verdict"]["outcome"] == "needs_review"
     assert res["review"]["verdict"] == "escalated", res["review"]
-    assert any("P1 finding: overflow not handled" in r for r in res["review"]["reasons"])
+    assert any("P1 finding: \"overflow not handled\"" in r for r in res["review"]["reasons"])
     assert "SELF_REVIEW_ESCALATED" in [r["code"] for r in res["verdict"]["reasons"]]
     assert git(repo, "rev-parse", "HEAD") == head  # --auto-approve merged nothing
     code, out = cli("approve", res["id"], "--json")

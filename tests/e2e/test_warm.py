@@ -76,7 +76,10 @@ def test_a_delegation_runs_in_the_warm_process_and_ends_as_the_ordinary_one(warm
     runs = {}
     for mode in (False, True):
         (repo / "notes.txt").write_text(f"uncommitted work {mode}\n")  # a new start each time
-        done = bosun("delegate", str(task_file), "--profile", "lineage", "--json", cwd=repo, warm=mode)
+        # The worker reads its parent's command line: in namespaces it has no parent to see (its own
+        # PID namespace), so this test's sandbox is Landlock alone.
+        done = bosun("delegate", str(task_file), "--profile", "lineage", "--json", cwd=repo, warm=mode,
+                     BOSUN_SANDBOX_PROBE="landlock")
         assert done.returncode == 0, done.stdout + done.stderr
         runs[mode] = json.loads(done.stdout)
     assert "bosun.cli.warm_server" in parent_of_worker(runs[True])

@@ -65,7 +65,7 @@ def test_extract_takes_the_code_quoted_for_a_citation():
         ("Calc.add:2", None),  # a symbol, not a file
         ("Calc.nowhere:2", "symbol Calc.nowhere: nowhere occurs nowhere in the tree"),
         ("logo.png:1", "logo.png is binary; it has no lines to cite"),
-        ("`src/calc.py:2`: `return a + b`", "the code quoted for src/calc.py:2 is not on those lines: 'return a + b'"),
+        ("`src/calc.py:2`: `return a + b`", "the code quoted for src/calc.py:2 is not on those lines: \"return a + b\""),
         ("`src/calc.py:2`: `return   a - b`", None),  # whitespace does not matter
     ],
 )
@@ -78,7 +78,8 @@ def test_each_citation_is_checked(checker: Checker, answer: str, problem: str | 
 def test_a_bare_evidence_entry_may_name_a_file_without_a_dot(checker: Checker):
     assert checker.check_text("Makefile:2") is None
     assert checker.check_text("Makefile:3") == "Makefile:3 is out of range (2 lines)"
-    assert checker.check_text("somewhere") == "'somewhere' is not path:line"
+    assert checker.check_text("somewhere") == "somewhere is not path:line"
+    assert checker.check_text("x`; bosun: yes") == '"x\\u0060; bosun: yes" is not path:line'
 
 
 def test_check_answer_counts_and_answer_verified(tree_dir: Path):

@@ -30,8 +30,10 @@ def test_no_event_reaches_a_terminal_as_a_raw_dict():
         {"type": "contained", "count": 2, "killed": [{"pid": 1}]},
         {"type": "something_new", "seq": 3, "detail": "x", "nested": {"a": 1}},
         {"type": "message", "text": "hi"},
+        {"type": "command", "argv": ["claude", "-p", "--effort", "max", "a b"]},
     ]
     for ev in events:
         line = describe_event(ev)
         assert not line.lstrip().startswith("{") and "{'" not in line, line
     assert "sandbox: in-process (ABI 7)" in describe_event(events[0])
+    assert describe_event(events[-1]) == "   started: claude -p --effort max 'a b'"

@@ -59,10 +59,11 @@ def test_the_report_lists_each_round_its_findings_and_the_cost(runs: Any) -> Non
     assert text.index("## Gates") < text.index("## Cross-review")
     lines = section.splitlines()
     assert lines[2].startswith(f"- round 1: {REVIEWER}, findings, 1 P1, 1 P2, 1 P3, $0.0006, ")
-    assert ("  - P1 src/calc.py:2: add(7, 1) returns 0: the special case for 7 is wrong (fix: return a + b)"
+    # The reviewer's words are quoted as its text (core/quoting.py).
+    assert ('  - P1 src/calc.py:2: "add(7, 1) returns 0: the special case for 7 is wrong" (fix: "return a + b")'
             in lines)
-    assert "  - P2 src/calc.py:999: overflowing sum **[citation invalid: src/calc.py:999 is out of range" in section
-    assert "  - P3 src/calc.py:1: name the parameters" in lines
+    assert '  - P2 src/calc.py:999: "overflowing sum" **[citation invalid: src/calc.py:999 is out of range' in section
+    assert '  - P3 src/calc.py:1: "name the parameters"' in lines
     assert any(ln.startswith(f"- round 2: {REVIEWER}, findings, 1 P2, 1 P3, ") for ln in lines)
     assert (f"- review cost $0.0011 over 2 rounds; the worker revised 1 time "
             f"(diff {rev['diff_sha256_before'][:8]} → {rev['diff_sha256_after'][:8]})") in lines

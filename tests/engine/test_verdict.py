@@ -83,6 +83,37 @@ def test_an_acknowledgment_counts_only_for_the_reasons_it_named():
     assert verdict.missing_acknowledgments(stale, ["not_proven"]) == ["TEST_DATA_CHANGED"]
 
 
+OWN = {"passed": True, "proven": True, "proven_by": "own_tests", "proof": 'own tests: "t.py::test_new"',
+       "own_tests": [{"id": "t.py::test_new", "kind": "behaviour", "source": "...", "untrusted": True}]}
+REVIEW = {"profile": "xreviewer", "rounds": 1}
+
+
+def cleared_review(tree: str = "T", status: str = "clean", findings: list | None = None) -> dict:
+    return {"rounds": [{"tree": tree, "status": status, "findings": findings or []}]}
+
+
+def test_own_tests_need_a_reader_and_a_cross_review_that_read_the_change_is_one():
+    assert verdict.codes(decide(ver=OWN)) == ["OWN_TESTS_PROOF"]
+    run = Run.from_row({"state": "verified", "data": {"review_config": REVIEW, "verified_tree": "T"}})
+    assert verdict.decide(run, TASK, GREEN, OWN, cross_review=cleared_review())["outcome"] == "landable"
+    minor = cleared_review(status="findings", findings=[{"severity": "P3", "path": "a.py", "line": 1}])
+    assert verdict.decide(run, TASK, GREEN, OWN, cross_review=minor)["outcome"] == "landable"
+    # A review of another tree, an open P1, or none at all clears nothing.
+    for record in (cleared_review(tree="OTHER"), {"rounds": []},
+                   cleared_review(status="findings", findings=[{"severity": "P1", "path": "a.py", "line": 1}])):
+        out = verdict.decide(run, TASK, GREEN, OWN, cross_review=record)
+        assert "OWN_TESTS_PROOF" in verdict.codes(out), record
+
+
+def test_own_tests_that_prove_nothing_are_their_own_reason_no_review_clears():
+    trivial = {**OWN, "proven": False, "proven_by": None, "proof": "they prove nothing about the task",
+               "own_tests": [{**OWN["own_tests"][0], "kind": "new_name"}]}
+    run = Run.from_row({"state": "verified", "data": {"review_config": REVIEW, "verified_tree": "T"}})
+    out = verdict.decide(run, TASK, GREEN, trivial, cross_review=cleared_review())
+    assert verdict.codes(out) == ["OWN_TESTS_TRIVIAL"]
+    assert decide(task={**TASK, "proof": "not-required"}, ver=trivial)["outcome"] == "landable"
+
+
 def test_one_line_says_the_outcome_and_the_codes():
     assert verdict.one_line(decide()) == "landable"
     assert verdict.one_line(decide(ver={"passed": True, "proven": False})) == "needs review (NOT_PROVEN)"

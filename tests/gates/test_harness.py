@@ -318,12 +318,24 @@ def test_a_rewrite_beyond_the_ceiling_still_fails() -> None:
 PYPROJECT = '[project]\nname = "x"\n\n[tool.tox]\nenv_list = ["py"]\n\n[tool.tox.env.py]\ncommands = [["pytest"]]\n'
 
 
-def test_a_new_tox_environment_is_an_addition_needing_approval() -> None:
+def test_a_new_tox_environment_no_verify_command_selects_is_a_reason_for_review() -> None:
+    # Locked test configuration that changes nothing any verify command runs is for a person, not refused.
     after = PYPROJECT + '\n[tool.tox.env.docs]\ncommands = [["sphinx-build", "docs", "out"]]\n'
     result = check_locked(Tree().put("pyproject.toml", after, before=PYPROJECT).ctx(verify=["tox -e py"]))
-    assert not result.ok
-    assert "added tox environments" in result.detail and "[tool.tox.env.docs]" in result.detail
-    assert "`permit: [pyproject.toml]`" in result.detail
+    assert result.ok, result.detail
+    assert [r["code"] for r in result.review] == ["TEST_ENV_ADDED"]
+    assert "pyproject.toml [tool.tox.env.docs]" in result.review[0]["sentence"]
+
+
+def test_a_new_tox_environment_in_a_locked_tox_ini_is_a_reason_for_review() -> None:
+    before = "[tox]\nenvlist = py\n\n[testenv]\ncommands = pytest\n"
+    after = before + "\n# docs\n[testenv:docs]\ncommands = sphinx-build docs out\n"
+    result = check_locked(Tree().put("tox.ini", after, before=before).ctx(verify=["python -m pytest -q"]))
+    assert result.ok and [r["code"] for r in result.review] == ["TEST_ENV_ADDED"], result.detail
+    # Anything else changed in the same file is the locked file changed.
+    for edited in (after.replace("envlist = py", "envlist = py,docs"), after + "\n[pytest]\naddopts = -q\n"):
+        result = check_locked(Tree().put("tox.ini", edited, before=before).ctx(verify=["python -m pytest -q"]))
+        assert not result.ok and "tox.ini" in result.detail
 
 
 def test_a_new_tox_environment_that_verify_selects_is_tampering() -> None:
@@ -343,6 +355,7 @@ def test_tox_selection_is_read_from_argv_and_toxenv() -> None:
     assert tox_selected_envs([(("tox", "-e", "py311,lint"), {})]) == {"py311", "lint"}
     assert tox_selected_envs([(("tox", "-epy"), {"TOXENV": "docs"})]) == {"py", "docs"}
     assert tox_selected_envs([(("tox", "run", "-m", "x"), {})]) == {ANY_ENV}
+    assert tox_selected_envs([(("tox",), {})]) == {ANY_ENV}  # its env_list or the default: bosun does not read which
     assert tox_selected_envs([(("pytest",), {})]) == set()
 
 

@@ -90,7 +90,7 @@ class TestTautologies:
     )
     def test_unittest_assert_replaced(self, tautology: str) -> None:
         after = UNITTEST.replace("self.assertEqual(add(2, 3), 5)", tautology)
-        refused(weakened(after, UNITTEST), "AddTest.test_add", f"`{tautology}` cannot fail")
+        refused(weakened(after, UNITTEST), "AddTest.test_add", f"\"{tautology}\" cannot fail")
 
     def test_deliberate_failure_is_not_a_tautology(self) -> None:
         after = PY + "\n\ndef test_unreachable():\n    if add(1, 1) != 2:\n        assert False, 'broken'\n"
@@ -119,7 +119,7 @@ class TestEvasions:
 
     def test_return_as_first_line(self) -> None:
         after = PY.replace("def test_add():\n", "def test_add():\n    return\n")
-        refused(weakened(after), "tests/test_calc.py:7 test_add returns before its first assertion (`return`)")
+        refused(weakened(after), "tests/test_calc.py:7 test_add returns before its first assertion (return)")
 
     def test_return_between_assertions(self) -> None:
         after = PY.replace("    assert sub(0, 1) == -1", "    return\n    assert sub(0, 1) == -1")
@@ -138,13 +138,13 @@ class TestEvasions:
     )
     def test_try_except_swallows_the_failure(self, handler: str, says: str) -> None:
         after = PY.replace("    assert add(2, 3) == 5", f"    try:\n        assert add(2, 3) == 5\n    {handler}\n        pass")
-        refused(weakened(after), f"test_add: `assert add(2, 3) == 5` sits in a try whose {says} swallows its failure")
+        refused(weakened(after), f"test_add: \"assert add(2, 3) == 5\" sits in a try whose \"{says}\" swallows its failure")
 
     def test_suppress_swallows_the_failure(self) -> None:
         after = PY.replace(
             "    assert add(2, 3) == 5", "    with contextlib.suppress(AssertionError):\n        assert add(2, 3) == 5"
         )
-        refused(weakened(after), "suppress(AssertionError) swallows")
+        refused(weakened(after), "\"suppress(AssertionError)\" swallows")
 
     def test_except_that_fails_the_test_is_honest(self) -> None:
         after = PY.replace(
@@ -172,7 +172,7 @@ class TestEvasions:
         passed(weakened(after, before))
 
     def test_asserting_that_an_import_exists(self) -> None:
-        refused(weakened(PY.replace("assert add(2, 3) == 5", "assert add is not None")), "`assert add is not None` cannot fail")
+        refused(weakened(PY.replace("assert add(2, 3) == 5", "assert add is not None")), "\"assert add is not None\" cannot fail")
 
     def test_helper_made_hollow(self) -> None:
         before = PY + "\n\ndef check_add(a, b, c):\n    assert add(a, b) == c\n\n\ndef test_more():\n    check_add(1, 1, 2)\n"
@@ -188,11 +188,11 @@ class TestEvasions:
     def test_class_wide_skip(self) -> None:
         before = "class TestAdd:\n    def test_small(self):\n        assert add(1, 2) == 3\n"
         after = before.replace("class TestAdd:\n", "class TestAdd:\n    pytestmark = pytest.mark.skip\n\n")
-        refused(weakened(after, before), "TestAdd.test_small adds `pytest.mark.skip`")
+        refused(weakened(after, before), "TestAdd.test_small adds pytest.mark.skip")
 
     def test_module_wide_skip(self) -> None:
         after = PY.replace("from calc import add, sub\n", "from calc import add, sub\n\npytestmark = pytest.mark.skip\n")
-        refused(weakened(after), "adds a module-wide skip `pytest.mark.skip`")
+        refused(weakened(after), "adds a module-wide skip pytest.mark.skip")
 
     def test_js_return_first(self) -> None:
         after = JS.replace('it("adds", () => {\n', 'it("adds", () => {\n    return;\n')
@@ -210,7 +210,7 @@ class TestEvasions:
     def test_go_skip_by_the_textual_tripwire(self) -> None:
         before = "package calc\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n"
         after = before.replace("{\n\tif", "{\n\tt.Skip()\n\tif")
-        refused(weakened(after, before, "calc/calc_test.go"), "calc/calc_test.go:4 adds .Skip(")
+        refused(weakened(after, before, "calc/calc_test.go"), "calc/calc_test.go:4 adds \".Skip(\"")
 
     def test_unparsable_python_falls_back_to_the_tripwire(self) -> None:
         after = PY.replace("    assert add(2, 3) == 5", "    add(2, 3) ==")
@@ -223,11 +223,11 @@ class TestEvasions:
 class TestExpectedValues:
     def test_changed_expected_literal_is_noted(self) -> None:
         result = weakened(PY.replace("== 5", "== 6"))
-        passed(result, "for review: tests/test_calc.py:7 test_add changes an expected value: add(2, 3) 5 -> 6")
+        passed(result, "for review: tests/test_calc.py:7 test_add changes an expected value: \"add(2, 3)\" 5 -> 6")
 
     def test_unittest_expected_literal_is_noted(self) -> None:
         result = weakened(UNITTEST.replace("add(2, 3), 5)", "add(2, 3), -1)"), UNITTEST)
-        passed(result, "AddTest.test_add changes an expected value: add(2, 3) 5 -> -1")
+        passed(result, "AddTest.test_add changes an expected value: \"add(2, 3)\" 5 -> -1")
 
     def test_changed_parametrize_row_is_noted(self) -> None:
         before = '@pytest.mark.parametrize("n,s", [(1000, "1.0 kB"), (0, "0 Bytes")])\ndef test_size(n, s):\n    assert naturalsize(n) == s\n'
@@ -257,7 +257,7 @@ def test_plain():
 class TestSkips:
     def test_skip_marker_on_an_existing_test(self) -> None:
         after = PY.replace("def test_add", "@pytest.mark.skip(reason='flaky')\ndef test_add")
-        refused(weakened(after), "tests/test_calc.py:6 test_add adds `pytest.mark.skip(reason='flaky')`")
+        refused(weakened(after), "tests/test_calc.py:6 test_add adds \"pytest.mark.skip(reason='flaky')\"")
 
     def test_new_test_with_an_optional_binary_skip_where_the_file_has_such_skips(self) -> None:
         new_test = (
@@ -278,15 +278,15 @@ class TestSkips:
 
     def test_the_same_new_test_in_a_file_without_such_skips_is_refused(self) -> None:
         new_test = '\n\n@pytest.mark.skipif(shutil.which("hg") is None, reason="x")\ndef test_hg():\n    assert run("hg")\n'
-        refused(weakened(PY + new_test), "test_hg adds `pytest.mark.skipif(shutil.which('hg') is None")
+        refused(weakened(PY + new_test), "test_hg adds \"pytest.mark.skipif(shutil.which('hg') is None")
 
     def test_optional_skip_added_to_an_existing_test_is_refused(self) -> None:
         after = OPTIONAL.replace("def test_plain", '@pytest.mark.skipif(shutil.which("zz") is None, reason="x")\ndef test_plain')
-        refused(weakened(after, OPTIONAL, "tests/test_tool.py"), "test_plain adds `pytest.mark.skipif")
+        refused(weakened(after, OPTIONAL, "tests/test_tool.py"), "test_plain adds \"pytest.mark.skipif")
 
     def test_skipif_true_is_not_optional(self) -> None:
         after = OPTIONAL + '\n\n@pytest.mark.skipif(True, reason="x")\ndef test_new():\n    assert run("x")\n'
-        refused(weakened(after, OPTIONAL, "tests/test_tool.py"), "test_new adds `pytest.mark.skipif(True")
+        refused(weakened(after, OPTIONAL, "tests/test_tool.py"), "test_new adds \"pytest.mark.skipif(True")
 
 
 # --- deleted, renamed and added tests ------------------------------------------------------------
@@ -321,10 +321,10 @@ class TestDeletions:
 
     def test_js_test_of_a_deleted_function(self) -> None:
         after = JS.replace('  test("negative", () => {\n    expect(add(-2, -3)).toBe(-5);\n  });\n', "")
-        refused(weakened(after, JS, "web/calc.test.ts"), "test 'negative' (line 7) deleted")
+        refused(weakened(after, JS, "web/calc.test.ts"), "test negative (line 7) deleted")
         js_src = "export function add(a, b) {\n  return a + b;\n}\n"
         change = Change().file("src/calc.js", js_src, "").file("web/calc.test.ts", JS, after)
-        passed(check_tests_weakened(change.ctx()), "test 'negative' removed with add from src/calc.js")
+        passed(check_tests_weakened(change.ctx()), "test negative removed with add from src/calc.js")
 
     def test_tests_under_a_module_level_if_are_collected(self) -> None:
         before = "import sys\n\nif sys.platform != 'win32':\n    def test_posix():\n        assert add(1, 2) == 3\n"

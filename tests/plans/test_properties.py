@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bosun.core import globs
 from bosun.plans.model import parse_plan
-from bosun.plans.validate import check_plan, find_cycle, glob_overlap
+from bosun.plans.validate import check_plan, find_cycle, glob_overlap, names_a_file
 
 SEGMENTS = ["src", "lib", "a", "b", "x.py", "y.py", "test_a.py", "README.md", "docs"]
 GLOB_SEGMENTS = [*SEGMENTS, "*", "**", "*.py", "test_*", "[ab]", "?.py", "x*"]
@@ -54,7 +54,8 @@ def test_accepted_plans_have_sound_waves(tasks):
     for wave in waves:
         for i, a in enumerate(wave):
             for b in wave[i + 1 :]:
-                common = [p for p in UNIVERSE if globs.match_any(p, owns[a]) and globs.match_any(p, owns[b])]
+                common = [p for p in UNIVERSE if globs.match_any(p, owns[a]) and globs.match_any(p, owns[b])
+                          and not _file_as_directory(p)]
                 assert not common, (a, owns[a], b, owns[b], common[:3])
 
 
@@ -77,8 +78,14 @@ def test_reported_cycles_are_real(n, data):
         assert b in deps[a]
 
 
+def _file_as_directory(path: str) -> bool:
+    """A path that puts something below a file name (``x.py/y``): the overlap rule takes a literal name
+    with an extension for a file, as people do."""
+    return any(names_a_file(seg) for seg in path.split("/")[:-1])
+
+
 @settings(max_examples=400, deadline=None)
 @given(glob_patterns, glob_patterns, paths)
 def test_glob_overlap_never_misses_a_common_path(a, b, path):
-    if globs.match(path, a) and globs.match(path, b):
+    if globs.match(path, a) and globs.match(path, b) and not _file_as_directory(path):
         assert glob_overlap(a, b), (a, b, path)

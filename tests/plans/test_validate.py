@@ -34,13 +34,19 @@ def t(tid: str, *deps: str, owns: list[str] | None = None, **kw: object) -> dict
         ("src", "src/deep/x.py", True),  # a directory covers everything below it
         ("src/x", "src/x/y.py", True),  # file vs directory of the same name: git conflicts too
         ("*.py", "src/a.py", True),  # no slash: a name at any depth
-        ("*.py", "docs/a.md", True),  # the covering rule: docs/a.md/x.py matches both
+        ("*.py", "docs/a.md", False),  # a.md names a file: nothing is below it
+        ("*.py", "docs/a", True),  # the covering rule: docs/a/x.py matches both
+        ("geo.py", "circle.py", False),  # two different file names never overlap
+        ("geo.py", "tests/test_circle.py", False),
+        ("geo.py", "lib/geo.py", True),  # a name at any depth
+        ("conf.d/", "conf.d/x", True),  # a trailing "/" says directory, dot or not
         ("*.py", "docs/**", True),
         ("src/*.py", "docs/**", False),
         ("conftest.py", "tests/unit/conftest.py", True),
         ("**/test_*.py", "tests/test_a.py", True),
         ("tests/**/test_*.py", "src/app.py", False),
-        ("tests/**/*.py", "tests/data.json", True),  # tests/data.json/x.py
+        ("tests/**/*.py", "tests/data.json", False),  # data.json is a file, not a directory
+        ("tests/**/*.py", "tests/data", True),  # tests/data/x.py
         ("src/*.py", "src/*.js", False),  # literal suffixes disagree
         ("src/a*", "src/b*", False),  # literal prefixes disagree
         ("src/a*z", "src/ab*", True),  # unsure: overlap
@@ -63,7 +69,7 @@ def test_glob_overlap_rule(a, b, overlap):
     ("a", "b", "example"),
     [
         ("src/**", "src/a.py", "src/a.py"),
-        ("tests/**/*.py", "tests/data.json", "tests/data.json/x.py"),
+        ("tests/**/*.py", "tests/data", "tests/data/x.py"),
         ("*.py", "lib/**", "lib/x.py"),
         ("src/[ab].py", "src/a.py", "src/a.py"),
         ("src/a/**", "src/b/**", None),
@@ -73,6 +79,11 @@ def test_example_path_matches_both(a, b, example):
     from bosun.plans.validate import example_path
 
     assert example_path(a, b) == example
+
+
+def test_tasks_owning_two_different_file_names_run_side_by_side():
+    p = plan(t("geo", owns=["geo.py"]), t("circle", owns=["circle.py"]), t("area", owns=["area.py", "docs/area.md"]))
+    assert validated(p) == [["geo", "circle", "area"]]
 
 
 def test_globs_overlap_names_the_pair_and_treats_empty_as_anywhere():

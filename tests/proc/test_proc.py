@@ -46,6 +46,14 @@ def test_idle_timeout():
     assert res.idle_timed_out and not res.ok
 
 
+def test_relative_path_entries_never_reach_a_child():
+    # In a worktree, a relative entry finds the worker's programs: `node_modules/.bin/python3`.
+    source = {"PATH": "node_modules/.bin:/usr/local/bin::.:bin:/usr/bin"}
+    assert proc.allowlisted_env(source=source)["PATH"] == "/usr/local/bin:/usr/bin"
+    assert proc.allowlisted_env(source={}, overrides={"PATH": "./x:/bin"})["PATH"] == "/bin"
+    assert proc.without_relative_path({"HOME": "/h"}) == {"HOME": "/h"}
+
+
 def test_allowlisted_env_drops_secrets():
     env = proc.allowlisted_env(extra_keys=["MY_KEY"], source={"PATH": "/bin", "MY_KEY": "k", "AWS_SECRET": "s", "LC_ALL": "C"})
     assert env == {"PATH": "/bin", "MY_KEY": "k", "LC_ALL": "C"}
@@ -73,7 +81,7 @@ def test_supervision_waits_for_the_exit_without_sleeping(monkeypatch):
 
 def test_exit_watch_reports_running_then_exited():
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    watch = proc.ExitWatch(child)
+    watch = pipes.ExitWatch(child)
     try:
         assert watch.wait(0) is False and child.returncode is None
         assert child.stdin is not None

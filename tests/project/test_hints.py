@@ -222,3 +222,9 @@ def test_the_rules_catch_what_they_are_for() -> None:
     assert render(hint, {}) == [f"run {VALUE} is not there", f"run {VALUE} is not known"]
     fallback = ast.parse("f\"changed {v.get('count', '?')} files\"").body[0].value  # type: ignore[attr-defined]
     assert unfilled(render(fallback, {})[1])
+
+
+def test_no_error_is_given_an_empty_hint() -> None:
+    # Every hint says what to do: an error written with "" (or an arm of one that can be "") says nothing.
+    bad = [f"{s.where}: {s.message!r}" for s in said() if not s.hint.strip()]
+    assert not bad, "\n".join(bad)

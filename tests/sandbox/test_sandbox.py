@@ -16,6 +16,14 @@ from bosun.sandbox import PROBE_ENV, Confinement, SandboxFailed, prepare, probe
 needs_landlock = pytest.mark.skipif(probe().landlock_abi == 0, reason="this kernel has no Landlock")
 
 
+def use(mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Confine with ``mechanism``: namespaces (where this machine has them) or Landlock alone."""
+    if mechanism == "landlock":
+        monkeypatch.setenv(PROBE_ENV, "landlock")
+    elif probe().mechanism != "namespaces":
+        pytest.skip("no user namespaces or no bwrap here")
+
+
 def run(script: str, cwd: Path, confine: Confinement | None) -> proc.SupervisedResult:
     return proc.run_supervised(["/bin/sh", "-c", script], cwd=cwd, env=proc.allowlisted_env(), timeout_s=30,
                                confine=confine)
@@ -31,7 +39,9 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @needs_landlock
-def test_writes_only_where_allowed_reads_everywhere(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_writes_only_where_allowed_reads_everywhere(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, outside = dirs
     res = run(
         f"echo a > {inside}/a && mkdir {inside}/d && echo b > {inside}/d/b && echo ok-inside; "
@@ -50,7 +60,9 @@ def test_writes_only_where_allowed_reads_everywhere(dirs):
 
 
 @needs_landlock
-def test_no_device_nodes_even_in_a_writable_directory(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_no_device_nodes_even_in_a_writable_directory(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, _ = dirs
     res = run(f"mknod {inside}/mem c 1 1 || echo refused", inside, Confinement(writable=(inside,)))
     assert "refused" in res.stdout.text()
@@ -58,7 +70,9 @@ def test_no_device_nodes_even_in_a_writable_directory(dirs):
 
 
 @needs_landlock
-def test_deny_read_hides_contents_but_not_the_rest(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_deny_read_hides_contents_but_not_the_rest(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, outside = dirs
     (outside / "sub").mkdir()
     (outside / "sub" / "deep.txt").write_text("deep\n")
@@ -72,12 +86,16 @@ def test_deny_read_hides_contents_but_not_the_rest(dirs):
     out = res.stdout.text()
     lines = out.splitlines()
     assert "refused-read" in lines and "refused-deep" in lines and "kept" not in lines and "deep" not in lines
-    assert "visible" in out and "etc-ok" in out and "kept.txt" in out  # names stay listable
+    assert "visible" in out and "etc-ok" in out
+    # Landlock can only refuse reading contents: names stay listable. A namespace shows an empty directory.
+    assert ("kept.txt" in out) == (mechanism == "landlock")
 
 
 @needs_landlock
 @pytest.mark.skipif(probe().landlock_abi < 4, reason="TCP rules need Landlock ABI 4")
-def test_connect_only_to_allowed_ports(dirs):
+@pytest.mark.parametrize("mechanism", ["namespaces", "landlock"])
+def test_connect_only_to_allowed_ports(dirs, mechanism, monkeypatch):
+    use(mechanism, monkeypatch)
     inside, _ = dirs
     servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
     allowed, other = (s.getsockname()[1] for s in servers)
@@ -153,10 +171,16 @@ def test_doctor_says_what_this_machine_enforces(cli, tmp_path, monkeypatch):
     code, out = cli("doctor", "--json", "--repo", str(tmp_path))
     assert isinstance(out, dict), out
     sb = out["sandbox"]
-    assert sb["mechanism"] == probe().mechanism and sb["containment"] in ("subreaper", "none")
+    assert sb["mechanism"] == probe().mechanism and sb["containment"] in ("pid-namespace", "subreaper", "none")
+    assert set(sb["held"]) == {"writes", "reads", "process_view", "containment", "privilege", "network"}
     assert sb["setting"] == "auto" and sb["ok"] is True
     monkeypatch.setenv(PROBE_ENV, "none")
     (tmp_path / "bosun.toml").write_text('sandbox = "required"\n')
     code, out = cli("doctor", "--json", "--repo", str(tmp_path))
     assert out["sandbox"]["mechanism"] == "none" and out["sandbox"]["ok"] is False
     assert out["ok"] is False and code == 1
+    # Landlock alone cannot give a private process view or take root's privilege: required is not met.
+    monkeypatch.setenv(PROBE_ENV, "landlock")
+    code, out = cli("doctor", "--json", "--repo", str(tmp_path))
+    assert out["sandbox"]["ok"] is False and code == 1
+    assert any(m.startswith("process view") for m in out["sandbox"]["missing"]), out["sandbox"]

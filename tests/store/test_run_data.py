@@ -69,7 +69,7 @@ def test_every_write_is_by_a_declared_writer():
 def test_every_declared_writer_writes_and_every_key_is_read_or_written():
     written = {(m, key) for m, key, _ in writes()}
     prepared = {"snapshot", "mode", "task_source", "source_head_at_start", "uncommitted_at_start", "routing",
-                "holdout", "caller", "remote", "review_config", "worker", "usage", "bosun_pid",
+                "holdout", "caller", "remote", "review_config", "worker", "usage", "cost_usd", "bosun_pid",
                 "format_version"}  # insert_run, **splats, and the store's own stamp
     idle = [f"{m} -> {key}" for key, ms in WRITERS.items() for m in ms if (m, key) not in written and key not in prepared]
     assert not idle, idle

@@ -23,8 +23,10 @@ TOKEN = "t0ken-for-tests"
 BASE = f"http://127.0.0.1:{PORT}"
 
 
-def client(repo: Path | None = None, **kw: Any) -> TestClient:
-    return TestClient(create_app(TOKEN, PORT, repo), base_url=BASE, **kw)
+def client(repo: Path | None = None, *, token: bool = True, **kw: Any) -> TestClient:
+    """A client of the dashboard; with ``token``, one that carries the launch token on every request."""
+    headers = {"x-bosun-token": TOKEN} if token else {}
+    return TestClient(create_app(TOKEN, PORT, repo), base_url=BASE, headers=headers, **kw)
 
 
 def _make_runs(repo: Path) -> dict[str, Run]:
@@ -166,9 +168,28 @@ def test_foreign_host_header_is_refused() -> None:
     assert c.get("/", headers={"host": f"localhost:{PORT}"}).status_code == 200
 
 
+def test_every_request_needs_the_token_pages_and_assets_too(runs: dict[str, Any]) -> None:
+    # Anything on the machine can connect to 127.0.0.1, a worker included: a run page shows what the
+    # run verified (held-out assertions too), the listing every run.
+    rid = runs["ok"].id
+    anonymous = client(token=False)
+    for path in ("/", f"/runs/{rid}", f"/runs/{rid}/diff", "/savings", "/savings/card.svg", f"/events?run={rid}&max=1",
+                 "/static/app.css", "/favicon.ico"):
+        r = anonymous.get(path)
+        assert r.status_code == 403 and "token" in r.text, (path, r.status_code)
+        assert rid not in r.text
+    assert anonymous.get("/", headers={"x-bosun-token": "wrong"}).status_code == 403
+    assert anonymous.get("/", headers={"cookie": "bosun_dash=wrong"}).status_code == 403
+    assert client().get(f"/runs/{rid}").status_code == 200
+    with client(token=False, follow_redirects=False) as browser:
+        r = browser.get(f"/runs/{rid}", params={"token": TOKEN})  # the launch URL works on any page
+        assert r.status_code == 303 and r.headers["location"] == f"/runs/{rid}"
+        assert browser.get(f"/runs/{rid}").status_code == 200  # the cookie it set
+
+
 def test_actions_need_the_token(runs: dict[str, Any]) -> None:
     rid = runs["ok"].id
-    c = client()
+    c = client(token=False)
     r = c.post(f"/runs/{rid}/approve")
     assert r.status_code == 403 and "token" in r.text
     r = c.post(f"/runs/{rid}/approve", headers={"x-bosun-token": "wrong"})
@@ -195,7 +216,7 @@ def test_get_never_changes_state(runs: dict[str, Any]) -> None:
 
 def test_launch_url_sets_the_cookie_and_approve_goes_through_the_engine(fresh_runs: dict[str, Any]) -> None:
     rid = fresh_runs["ok"].id
-    c = client(follow_redirects=False)
+    c = client(token=False, follow_redirects=False)
     r = c.get("/", params={"token": TOKEN})
     assert r.status_code == 303 and r.headers["location"] == "/"
     assert "HttpOnly" in r.headers["set-cookie"] and "SameSite=Strict" in r.headers["set-cookie"]

@@ -41,7 +41,7 @@ def env(shared: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_runs_table_updates_live_while_a_run_progresses(env: Any, tmp_path: Path) -> None:
     home, made = env
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(base + "/")
+        page.goto(f"{base}/?token={TOKEN}")  # the launch URL `bosun dash` prints
         page.wait_for_selector("#conn.on")
         page.evaluate("window.__notReloaded = true")
         before = page.locator("tr[data-run]").count()
@@ -71,7 +71,7 @@ def test_filters_and_search(env: Any, tmp_path: Path) -> None:
     home, made = env
     ok, bad = made["ok"].id, made["bad"].id
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(base + "/")
+        page.goto(f"{base}/?token={TOKEN}")  # the launch URL `bosun dash` prints
         page.fill("input[name=q]", "adder")
         # (wait_for_function would evaluate a string, which the dashboard's CSP rightly forbids)
         expect(page.locator(f'tr[data-run="{bad}"]')).to_have_count(0)
@@ -88,7 +88,7 @@ def test_filters_and_search(env: Any, tmp_path: Path) -> None:
 def test_run_page_shows_diff_and_gates(env: Any, tmp_path: Path) -> None:
     home, made = env
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(f"{base}/runs/{made['bad'].id}")
+        page.goto(f"{base}/runs/{made['bad'].id}?token={TOKEN}")
         assert page.locator(".dl-add").first.is_visible()
         failed = page.locator("tr.gate", has_text="FAILED")
         assert failed.count() >= 1 and failed.first.is_visible()
@@ -104,7 +104,7 @@ def test_run_page_shows_diff_and_gates(env: Any, tmp_path: Path) -> None:
 def test_plan_graph_renders(env: Any, tmp_path: Path) -> None:
     home, made = env
     with dash_server(home, made["repo"]) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(f"{base}/plans/p-demo")
+        page.goto(f"{base}/plans/p-demo?token={TOKEN}")
         nodes = page.locator("svg.dag g.node")
         assert nodes.count() == 3
         box = page.locator("svg.dag").bounding_box()
@@ -123,9 +123,11 @@ def test_approve_needs_the_token(repo: Path, tmp_path: Path, isolated_home: Path
     require_chromium()
     run = delegated(repo, "fix")
     with dash_server(isolated_home, repo) as base, browser_page(tmp_path / "screens") as page:
-        page.goto(f"{base}/runs/{run.id}")
-        page.click("button.approve")
-        expect(page.locator("#action-result")).to_contain_text("token")
+        # Without the token not even the page shows: the dashboard says to open the URL it printed.
+        response = page.goto(f"{base}/runs/{run.id}")
+        assert response is not None and response.status == 403
+        expect(page.locator("body")).to_contain_text("token")
+        assert run.id not in page.content()
         assert open_store().require_run(run.id).state == "verified"
         page.goto(f"{base}/?token={TOKEN}")  # the launch URL: sets the cookie, then drops the token
         assert "token" not in page.url

@@ -20,7 +20,8 @@ from tests.web.support import delegated
 
 
 def client() -> TestClient:
-    return TestClient(create_app("t0ken-for-tests", 8765, None), base_url="http://127.0.0.1:8765")
+    return TestClient(create_app("t0ken-for-tests", 8765, None), base_url="http://127.0.0.1:8765",
+                      headers={"x-bosun-token": "t0ken-for-tests"})
 
 
 shared, runs = reviewed_runs_fixtures("dash-review")
@@ -67,5 +68,6 @@ def test_everything_the_reviewer_wrote_is_escaped(repo: Path) -> None:
     sec = _section(client().get(f"/runs/{run.id}").text)
     for raw in ("<script", "<img", "<b>bold", "<i>no", "<u>rev", "<em>"):
         assert raw not in sec, raw
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in sec and "&lt;img src=x onerror=alert(1)&gt;:3" in sec
+    # The reviewer's path is quoted as its text (core/quoting.py), then escaped for HTML.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in sec and "&quot;&lt;img src=x onerror=alert(1)&gt;&quot;:3" in sec
     assert "fix: &lt;b&gt;bold&lt;/b&gt;" in sec and 'data-severity="P0"' in sec

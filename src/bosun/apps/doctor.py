@@ -49,15 +49,10 @@ def _check_profile(settings: Any, name: str, probe: bool) -> dict[str, Any]:
 
 
 def _probe(base_url: str) -> list[str]:
-    import httpx
+    from bosun.workers.endpoint import probe
 
-    try:
-        res = httpx.get(base_url.rstrip("/") + "/models", timeout=5.0)
-    except httpx.HTTPError as exc:
-        return [f"endpoint {base_url} unreachable: {exc}"]
-    if res.status_code >= 500:
-        return [f"endpoint {base_url} answered HTTP {res.status_code}"]
-    return []
+    problem = probe(base_url, timeout_s=5.0)
+    return [problem] if problem else []
 
 
 def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
@@ -73,7 +68,7 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
         report["config_error"] = {"message": exc.message, "hint": exc.hint}
         report["sandbox"] = sandbox_report(None)
         return report
-    report["sandbox"] = sandbox_report(settings.sandbox)
+    report["sandbox"] = sandbox_report(settings)
     names = [only] if only else sorted(settings.profiles)
     if only:
         settings.profile(only)  # unknown profile: a clear error
@@ -91,14 +86,24 @@ def gather(repo: Path, only: str | None, probe: bool) -> dict[str, Any]:
     return report
 
 
-def sandbox_report(setting: str | None) -> dict[str, Any]:
-    """What this machine enforces around workers, and whether the ``sandbox`` setting is met."""
+def sandbox_report(settings: Settings | None) -> dict[str, Any]:
+    """What this machine enforces around workers, property by property (``sandbox/held.py``), and
+    whether the ``sandbox`` setting is met."""
     from bosun.sandbox import probe
+    from bosun.sandbox.held import held, missing
 
     support = probe()
-    report: dict[str, Any] = {**support.to_dict(), "setting": setting}
+    setting = settings.sandbox if settings is not None else None
+    found = held(support, reads=settings.sandbox_reads if settings else "worktree",
+                 network=settings.network if settings else "provider-only")
+    report: dict[str, Any] = {**support.to_dict(), "setting": setting, "held": found}
+    if settings is not None:
+        from bosun.isolation.confinement import verify_report
+
+        report["verify"] = verify_report(settings, support)
     report["enforced"] = support.mechanism != "none" and setting != "off"
-    report["ok"] = not (setting == "required" and support.mechanism == "none")
+    report["missing"] = missing(found) if setting != "off" else []
+    report["ok"] = not (setting == "required" and report["missing"])
     return report
 
 

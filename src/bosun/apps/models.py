@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from bosun.core.adapters import ADAPTERS, effort_levels
-from bosun.core.effort import accepted
+from bosun.core.effort import accepted, choose
 from bosun.core.lean_imports import sha256
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the read-only verbs avoid
@@ -42,8 +42,11 @@ def _entry(profile: Profile | ProfileView, refresh: bool) -> dict[str, Any]:
         "profile": profile.name, "adapter": profile.adapter, "model": profile.model, "source": source,
         "models": None, "listed": None, "cached": False, "fetched_at": None, "error": None,
         "prices": profile.prices.model_dump(),
-        "efforts": list(accepted(effort_levels(profile.adapter), profile.model)), "effort": profile.effort,
+        "efforts": list(accepted(effort_levels(profile.adapter), profile.model)),
     }
+    # The level a run passes (snapped as an attempt snaps it), beside the one configured.
+    chosen = choose(profile.adapter, effort_levels(profile.adapter), profile.model, profile.effort)
+    entry.update(effort=chosen.level, effort_configured=profile.effort, effort_note=chosen.warning)
     if fetch is None:
         entry["error"] = "no catalog: this adapter has no model listing"
         return entry

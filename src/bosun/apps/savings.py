@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from bosun.store.db import Store
+    from bosun.store.run import Run
 
 
 def _repo_key(repo: Path) -> str:
@@ -26,6 +27,14 @@ def _repo_key(repo: Path) -> str:
         return str(repo_root(repo))
     except BosunError:
         return str(repo.resolve())
+
+
+def _reread(store: Store, run: Run) -> bool:
+    """A parent window still pending when the receipt was written is read again now."""
+    from bosun.engine.context import RunContext
+    from bosun.engine.run_report import reread_parent
+
+    return reread_parent(RunContext(store), run)
 
 
 def totals(store: Store, repo: Path | None = None, limit: int = 100_000) -> dict[str, Any]:
@@ -39,6 +48,8 @@ def totals(store: Store, repo: Path | None = None, limit: int = 100_000) -> dict
         metrics = read_json(run_dir(run.id) / "metrics.json", None)
         if not isinstance(metrics, dict):
             continue
+        if (metrics.get("parent_measured") or {}).get("pending") and _reread(store, run):
+            metrics = read_json(run_dir(run.id) / "metrics.json", metrics)
         w = metrics.get("worker") or {}
         usage = w.get("usage") or {}
         worker["runs"] += 1

@@ -355,28 +355,47 @@ def serve(cfg: AgentConfig) -> int:
 def supervise(argv: list[str], max_backoff: float = 60.0) -> int:
     """Run ``argv`` (the agent without --supervise) and restart it when it dies, with exponential
     backoff (1 s doubling to ``max_backoff``; reset after a minute of healthy running). SIGTERM is
-    passed on and ends supervision once the agent has drained."""
+    passed on and ends supervision once the agent has drained. A stop is checked before every restart:
+    one that comes while waiting to restart ends the supervisor there, and one that comes while an
+    agent starts is passed on to it."""
     import subprocess
 
-    stopping = {"sig": None}
-    child: dict[str, Any] = {"p": None}
+    # Plain values, set by the handler: a lock taken in a signal handler can deadlock the main thread.
+    stopping: dict[str, Any] = {"sig": None, "p": None}
 
     def forward(sig: int, _frame: Any) -> None:
-        stopping["sig"] = sig  # type: ignore[assignment]
-        if child["p"] is not None and child["p"].poll() is None:
-            child["p"].send_signal(sig)
+        stopping["sig"] = sig
+        child = stopping["p"]
+        if child is not None and child.poll() is None:
+            child.send_signal(sig)
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     delay = 1.0
     while True:
         began = time.monotonic()
-        child["p"] = subprocess.Popen(argv)
-        code = child["p"].wait()
+        child = stopping["p"] = subprocess.Popen(argv)
+        if stopping["sig"] is not None and child.poll() is None:
+            child.send_signal(stopping["sig"])  # the stop came while it started: it drains and exits
+        code = child.wait()
         if stopping["sig"] is not None:
             return code
         if time.monotonic() - began > 60:
             delay = 1.0
         log(f"agent exited with {code}; restarting in {delay:.0f} s")
-        time.sleep(delay)
+        if _stopped_within(delay, stopping):
+            log("stopped while waiting to restart the agent")
+            return 0
         delay = min(delay * 2, max_backoff)
+
+
+def _stopped_within(seconds: float, stopping: dict[str, Any]) -> bool:
+    """Wait ``seconds`` unless a stop comes first (time.sleep goes on sleeping after a signal's handler
+    has run, so the wait is cut in short sleeps that look at the stop)."""
+    deadline = time.monotonic() + seconds
+    while stopping["sig"] is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(left, 0.05))
+    return True

@@ -130,7 +130,7 @@ def run_demo(keep: bool = False, as_json: bool = False) -> int:
     os.environ["BOSUN_HOME"] = str(root / "bosun-home")
     started = time.monotonic()
     try:
-        code = _run(console, root, started, summary)
+        code = _run(console, root, started, summary, keep)
         if as_json:
             summary.update(ok=code == 0, kept=str(root) if keep else None)
             sys.stdout.write(json.dumps({"demo": summary}) + "\n")
@@ -141,12 +141,13 @@ def run_demo(keep: bool = False, as_json: bool = False) -> int:
         else:
             os.environ["BOSUN_HOME"] = old_home
         if keep:
-            console.print(f"\nkept: {root}")
+            console.print(f"\nkept: {root} (the sample repo, its task and the run's record)")
         else:
             shutil.rmtree(root, ignore_errors=True)
+            console.print(f"\nremoved {root}; `bosun demo --keep` keeps the sample repo to look around")
 
 
-def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> int:
+def _run(console: Any, root: Path, started: float, summary: dict[str, Any], keep: bool = False) -> int:
     from bosun.cli.render import describe_event
     from bosun.core.contract import load_contract
     from bosun.core.errors import BosunError
@@ -164,7 +165,8 @@ def _run(console: Any, root: Path, started: float, summary: dict[str, Any]) -> i
     )
     with ReplayServer(SCRIPT) as srv:
         repo, task_path = make_sample_repo(root, srv.base_url("openai"))
-        console.print(f"sample repo: {repo}\ntask: {task_path.name} (fix a failing test; tests are locked)\n")
+        gone = "kept after the demo" if keep else "removed when the demo ends; `bosun demo --keep` keeps it"
+        console.print(f"sample repo: {repo} ({gone})\ntask: {task_path.name} (fix a failing test; tests are locked)\n")
         styles = {"message": "cyan", "tool_call": "yellow", "tool_result": "green", "error": "bold red", "usage": "dim"}
 
         def on_event(ev: dict[str, Any]) -> None:
@@ -198,7 +200,14 @@ def _show_result(console: Any, r: Mapping[str, Any], repo: Path) -> None:
     console.print("[bold]gates:[/]")
     for g in r["gates"]:
         console.print(f"  {'[green]ok[/]  ' if g['ok'] else '[red]FAIL[/]'} {g['code']:<20} {g['detail']}", markup=True)
-    console.print(f"[bold]state:[/] {r['state']}")
+    from bosun.core.states import shown_label
+    from bosun.engine.verdict import one_line
+
+    verdict = r.get("verdict")
+    console.print(f"[bold]verdict:[/] {one_line(verdict)}", markup=True)
+    for reason in (verdict or {}).get("reasons") or []:
+        console.print(f"  - {reason['code']}: {reason['sentence']}", markup=False)
+    console.print(f"[bold]state:[/] {shown_label(str(r['state']), r.get('merged_commit'), r)}")
     if r.get("merged_commit"):
         log = git(["log", "-1", "--format=%h %s%n%n%b", r["merged_commit"]], repo).stdout.strip()
         console.print("[bold]merged commit[/] on main (not pushed):")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from bosun.cli.render import emit_json, exit_for_state
-from bosun.core.errors import EXIT_OK, BadInput
+from bosun.core.errors import EXIT_NEEDS_REVIEW, EXIT_OK, BadInput
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bosun.core.config import Settings
     from bosun.core.settings_cache import SettingsView
     from bosun.engine.context import RunContext
+    from bosun.store.db import Store
     from bosun.store.run import Run
 
 
@@ -30,18 +31,27 @@ def _ctx() -> RunContext:
     return RunContext(open_store())
 
 
-def _checked_id(args: argparse.Namespace) -> str:
+def _checked_id(args: argparse.Namespace, store: Store | None = None) -> str:
+    """The run the command names: its id, or a unique prefix of it (as git takes a short sha)."""
     from bosun.core.paths import check_run_id
+    from bosun.store.db import open_store
 
-    return check_run_id(args.run_id)
+    args.run_id = (store or open_store()).resolve_run_id(check_run_id(args.run_id))  # errors name the run in full
+    return str(args.run_id)
 
 
-def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None) -> int:
+def _finish(args: argparse.Namespace, run: Run, ctx: RunContext | None = None, confirm: str = "") -> int:
+    """The run's result under --json; on a terminal the run as text, or for ``confirm`` (approve,
+    integrate, discard) a line of what was done and what is next."""
     from bosun.engine.results import run_result
 
     result = run_result(run)
     if args.json:
         emit_json(result)
+    elif confirm:
+        from bosun.cli.render import print_confirmation
+
+        print_confirmation(confirm, run)
     else:
         from bosun.cli.render import print_run
 
@@ -124,7 +134,7 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
     from bosun.store.db import open_store
 
     out["title"] = task.title
-    pf = check_task(task, Path(args.repo), args.profile, open_store())
+    pf = check_task(task, Path(args.repo), args.profile, open_store(), probe=getattr(args, "probe", False))
     out.update(to_json(pf))
     if pf.settings is not None and task.mode.value == "code":
         from bosun.core.review_config import effective_review
@@ -137,10 +147,10 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
         out["error"] = PreflightFailed(pf.problems).to_dict()  # what `delegate` would have failed with
     if dry_run:
         out["worker"] = None
-        if pf.choice is not None and pf.repo is not None:
+        if pf.choice is not None and pf.repo is not None and pf.settings is not None:
             from bosun.engine.dry_run import worker_command
 
-            out["worker"] = worker_command(task, pf.choice.profile, pf.repo)
+            out["worker"] = worker_command(task, pf.choice.profile, pf.repo, pf.settings)
     code = _report_check(args, out, pf)
     return code if out["ok"] else EXIT_BAD_INPUT
 
@@ -176,7 +186,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import work
 
     ctx = _ctx()
-    run = work(ctx, _checked_id(args), resume=args.resume, profile_name=args.profile, on_event=_progress(args))
+    run = work(ctx, _checked_id(args, ctx.store), resume=args.resume, profile_name=args.profile, on_event=_progress(args))
     return _finish(args, run, ctx)
 
 
@@ -185,7 +195,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     ctx = _ctx()
     with _ticking(args):
-        run = verify(ctx, _checked_id(args))
+        run = verify(ctx, _checked_id(args, ctx.store))
     return _finish(args, run, ctx)
 
 
@@ -204,41 +214,35 @@ def cmd_approve(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.review}: invalid JSON at line {exc.lineno}: {exc.msg}", "fix the review file") from None
     waivers = {code.upper(): args.reason for code in args.waive}
     ctx = _ctx()
-    run_id = _checked_id(args)
-    # A person at a terminal who types approve has decided; the reasons are printed first. A script
-    # (no terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
+    run_id = _checked_id(args, ctx.store)
+    # A person at a terminal reads the reasons and answers [y/N]: only "y" approves. A script (no
+    # terminal) must say --yes; either way the acknowledgment is recorded with who gave it.
     person = sys.stdin.isatty() and sys.stderr.isatty() and not args.json
     acknowledge, by = ("all", "script") if args.yes else ("all", "person") if person else (None, "person")
-    if acknowledge is not None:
-        _print_review_reasons(ctx, run_id)
-    return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx)
+    from bosun.cli.asking import print_review_reasons, said_yes
 
-
-def _print_review_reasons(ctx: RunContext, run_id: str) -> None:
-    from bosun.engine import verdict
-
-    judged = verdict.of_run(ctx.store.require_run(run_id))
-    if judged and judged["outcome"] == verdict.NEEDS_REVIEW:
-        sys.stderr.write(f"bosun: {run_id} needs review; approving it acknowledges:\n")
-        for r in judged["reasons"]:
-            sys.stderr.write(f"  {r['code']}: {r['sentence']}\n")
+    if acknowledge is not None and print_review_reasons(ctx, run_id) and not args.yes and not said_yes():
+        sys.stderr.write(f"bosun: not approved: {run_id} still waits for your review (`bosun approve {run_id}` "
+                         f"asks again; `bosun discard {run_id}` throws it away)\n")
+        return EXIT_NEEDS_REVIEW
+    return _finish(args, approve(ctx, run_id, review, waivers, acknowledge=acknowledge, by=by), ctx, "approve")
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
     from bosun.cli.waits import waits_said
-    from bosun.engine.lifecycle import integrate, report
+    from bosun.engine.lifecycle import land
 
     ctx = _ctx()
-    with _ticking(args), waits_said(args):
-        run = integrate(ctx, _checked_id(args), reverify=False if args.no_reverify else None)
-    return _finish(args, report(ctx, run.id), ctx)  # the record, then the worktree's cleanup
+    with _ticking(args), waits_said(args):  # the record, then the worktree's cleanup
+        run = land(ctx, _checked_id(args, ctx.store), reverify=False if args.no_reverify else None)
+    return _finish(args, run, ctx, "integrate")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import report
 
     ctx = _ctx()
-    run = report(ctx, _checked_id(args))
+    run = report(ctx, _checked_id(args, ctx.store))
     if not args.json:
         from bosun.core.paths import run_dir
 
@@ -251,7 +255,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     from bosun.engine.teardown import cleanup
 
     ctx = _ctx()
-    run = cleanup(ctx, _checked_id(args), force=args.force)
+    run = cleanup(ctx, _checked_id(args, ctx.store), force=args.force)
     _finish(args, run, ctx)
     return EXIT_OK
 
@@ -260,30 +264,55 @@ def cmd_recover(args: argparse.Namespace) -> int:
     from bosun.engine.lifecycle import recover
 
     ctx = _ctx()
-    return _finish(args, recover(ctx, _checked_id(args)), ctx)
+    return _finish(args, recover(ctx, _checked_id(args, ctx.store)), ctx)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from bosun.engine.teardown import cancel
 
     ctx = _ctx()
-    _finish(args, cancel(ctx, _checked_id(args)), ctx)
+    _finish(args, cancel(ctx, _checked_id(args, ctx.store)), ctx)
     return EXIT_OK
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
+    """``bosun discard RUN [RUN ...]``: each run in turn; one that cannot be discarded is said and the
+    others still are (exit of the first failure)."""
+    from bosun.core.errors import BosunError
+    from bosun.engine.results import run_result
     from bosun.engine.teardown import discard
 
     ctx = _ctx()
-    _finish(args, discard(ctx, _checked_id(args)), ctx)
-    return EXIT_OK
+    if len(args.run_ids) == 1:
+        args.run_id = args.run_ids[0]
+        _finish(args, discard(ctx, _checked_id(args, ctx.store)), ctx, "discard")
+        return EXIT_OK
+    done: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for given in args.run_ids:
+        args.run_id = given
+        try:
+            run = discard(ctx, _checked_id(args, ctx.store))
+        except BosunError as err:
+            failed.append({"id": given, "error": err.to_dict(), "exit": err.exit_code})
+            if not args.json:
+                sys.stderr.write(f"bosun: error: {given}: {err.message}\n  hint: {err.hint}\n")
+            continue
+        done.append(dict(run_result(run)))
+        if not args.json:
+            from bosun.cli.render import print_confirmation
+
+            print_confirmation("discard", run)
+    if args.json:
+        emit_json({"runs": done, "count": len(done), "failed": [{k: f[k] for k in ("id", "error")} for f in failed]})
+    return failed[0]["exit"] if failed else EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from bosun.store.db import open_store
 
     store = open_store()
-    run = store.require_run(_checked_id(args))
+    run = store.require_run(_checked_id(args, store))
     if args.json:
         from bosun.engine.results import run_result
 
@@ -306,7 +335,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from bosun.core.paths import run_dir
     from bosun.store.db import open_store
 
-    run = open_store().require_run(_checked_id(args))
+    store = open_store()
+    run = store.require_run(_checked_id(args, store))
     path = run_dir(run.id) / "diff.patch"
     if not path.exists():
         raise BadInput(f"run {run.id} has no verified diff yet", "run `bosun verify` first")
@@ -397,6 +427,10 @@ def cmd_workers(args: argparse.Namespace) -> int:
     from bosun.apps.doctor import worker_rows
 
     repo = Path(args.repo)
+    if not repo.is_dir():
+        # The profiles shown are the repository's (its bosun.toml): a path that is not there shows none of them.
+        raise BadInput(f"no directory {args.repo}", "pass your repository with --repo (default: the current directory)",
+                       code="NOT_A_REPO")
     rows = worker_rows(repo, shown_settings(repo))
     if args.json:
         sys.stdout.write(json.dumps({"workers": rows}) + "\n")

@@ -90,9 +90,12 @@ def cmd_history(args: argparse.Namespace) -> int:
         return EXIT_OK
     import time
 
+    from bosun.core.states import shown_label
+
     for r in runs:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
-        sys.stdout.write(f"{r['id']}  {when}  {r['state']:<11} {str(r['profile'] or '-'):<12} {r['title'][:60]}\n")
+        shown = shown_label(r["state"], r.get("merged_commit"), r.get("data"))
+        sys.stdout.write(f"{r['id']}  {when}  {shown:<17} {str(r['profile'] or '-'):<12} {r['title'][:60]}\n")
         if r.get("snippet"):
             sys.stdout.write(f"    {r['snippet'][:160]}\n")
     return EXIT_OK

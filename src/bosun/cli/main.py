@@ -31,11 +31,13 @@ typical flow:
   bosun template > task.yaml                 write a task contract
   bosun delegate task.yaml --profile cheap   prepare + work + verify + gates
   bosun show RUN                             what happened, gate by gate
-  bosun approve RUN && bosun integrate RUN   land it on your branch (never pushed)
-  bosun delegate task.yaml --auto-approve    all of it when every gate is green
+  bosun approve RUN && bosun integrate RUN   approve it, then land it on your branch (never pushed)
+  bosun delegate task.yaml --auto-approve    all of it when the verdict is landable
 
-exit codes: 0 ok, 1 error, 2 bad input, 3 rejected (gate, verification, review),
-            4 timeout, 5 busy (run locked, concurrency cap, --wait-limit), 6 conflict on integrate,
+exit codes: 0 ok (a run: verified, its verdict landable), 1 error, 2 bad input,
+            3 refused (a gate, the verification or a review), 4 timeout,
+            5 busy (run locked, concurrency cap, --wait-limit), 6 conflict (nothing changed),
+            7 needs review (a person must say yes: `bosun approve RUN`),
             130/143/129 interrupted by Ctrl-C/SIGTERM/SIGHUP (worker stopped; `bosun recover`),
             141 stdout closed early (e.g. `| head`)
 """
@@ -86,6 +88,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
+        message = _with_did_you_mean(message)
         if _JSON_REQUESTED[0]:
             import json
 
@@ -94,6 +97,21 @@ class Parser(argparse.ArgumentParser):
             sys.stdout.flush()
             raise SystemExit(2)
         super().error(message)
+
+
+def _with_did_you_mean(message: str) -> str:
+    """argparse's "invalid choice: 'delegat' (choose from ...)" with the choice meant: "did you mean
+    'delegate'?" (a verb, a plan verb or any other choice)."""
+    import re
+
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if m is None:
+        return message
+    import difflib
+
+    choices = re.findall(r"'([^']*)'", m.group(2))
+    close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+    return message + (f"; did you mean {close[0]!r}?" if close else "")
 
 
 def _common(p: argparse.ArgumentParser, repo: bool = False, quiet: bool = False) -> None:
@@ -185,6 +203,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     )
     p.add_argument("task", help="task contract file (YAML or JSON)")
     p.add_argument("--profile", help="worker profile to check (overrides routing)")
+    p.add_argument("--probe", action="store_true",
+                   help="also try the profile's endpoint (base_url), waiting at most a second")
     _common(p, repo=True)
 
     p = add("prepare", "create the run and its isolated worktree (no worker yet)")
@@ -209,8 +229,9 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
         "approve a green, unchanged diff",
         "Approve a verified run. Refuses unless verification passed, every gate is green (or waived\n"
         "by name), no P0..P2 finding in the review is open, and a fresh rescan gives the same diff hash.\n"
-        "A run that needs review (exit 7 from delegate) prints its reasons and is approved when you run\n"
-        "this on a terminal; a script must pass --yes, which is recorded as the script's acknowledgment.",
+        "A run that needs review (exit 7 from delegate) prints its reasons and, on a terminal, asks\n"
+        "[y/N]: only y approves it. A script must pass --yes, recorded as the script's acknowledgment.\n"
+        "Approving lands nothing: `bosun integrate RUN` lands an approved run on your branch.",
     )
     _run_id(p)
     p.add_argument("--yes", action="store_true",
@@ -243,8 +264,8 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     _run_id(p)
     _common(p)
 
-    p = add("discard", "cancel a run and remove its worktree and branch")
-    _run_id(p)
+    p = add("discard", "cancel runs and remove their worktrees and branches (each run's diff is kept)")
+    p.add_argument("run_ids", metavar="RUN", nargs="+", help="one run id or more (see `bosun list`)")
     _common(p)
 
     if wanted in ("*", None, "revert", "apply"):
@@ -271,7 +292,7 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50)
     _common(p)
 
-    p = add("doctor", "check worker CLIs, profiles and config; say what is missing")
+    p = add("doctor", "check worker CLIs, profiles and config, and what the sandbox holds here; say what is missing")
     p.add_argument("--profile", help="check only this profile")
     p.add_argument("--probe", action="store_true", help="also check that each endpoint answers")
     _common(p, repo=True)

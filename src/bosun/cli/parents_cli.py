@@ -58,8 +58,12 @@ def add_parent_parsers(sub: Any) -> None:
     p.add_argument("--repo", default=".", help="the repository (for --project and its profiles)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
-    p = add("watch", "one line per state change of runs and plans (NDJSON with --json)")
-    p.add_argument("run_ids", nargs="*", metavar="RUN", help="watch only these runs; exit once each is done")
+    p = add("watch", "one line per state change of runs and plans (NDJSON with --json)",
+            "One line per state change bosun recorded, each once, a run's in order (`seq` numbers them).\n"
+            "`done` is true when the run rests there: no bosun process holds it, so it stays until a\n"
+            "person or a verb moves it. A state a run can rest in is printed once that is known.")
+    p.add_argument("run_ids", nargs="*", metavar="RUN",
+                   help="watch only these runs: their whole history, then exit once each is done")
     p.add_argument("--all", dest="all_repos", action="store_true", help="runs of every repository, not just --repo")
     p.add_argument("--until-idle", action="store_true", help="exit once no run or plan is in flight")
     p.add_argument("--repo", default=".", help="the repository whose runs to watch (default: the current directory)")

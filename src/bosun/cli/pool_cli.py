@@ -12,7 +12,9 @@ EXIT_OK = 0  # bosun.core.errors.EXIT_OK, without importing it on the parser's p
 
 GC_DESCRIPTION = """\
 Remove what finished runs left behind: worktrees and bosun/<id> branches of integrated, reported and
-cancelled runs (their leftover diff is saved to final.patch first), run directories of cleaned runs
+cancelled runs, and of refused or failed runs nobody touched for --stale (default a day: they are
+discarded; younger ones are listed as kept), their leftover diff saved to final.patch first; run
+directories of cleaned runs
 older than --older-than and not among the --keep newest, worktrees and run directories whose run is
 gone, old cached baselines, and idle pool worktrees beyond [pool] size. Never anything of a live run
 (a state that can still move, a lock held by a live process, a running plan) and never anything
@@ -41,6 +43,8 @@ def add_worktree_parsers(sub: argparse._SubParsersAction, wanted: str | None = "
                    help="records of cleaned runs older than this go (30d, 12h, 2w; default 30d)")
     p.add_argument("--keep", metavar="N", type=int, default=20,
                    help="always keep the records of the N newest runs (default 20)")
+    p.add_argument("--stale", metavar="AGE", default="1d",
+                   help="discard refused and failed runs nobody touched for this long (default 1d)")
     p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
@@ -60,7 +64,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from bosun.engine.gc import collect, parse_age
     from bosun.store.db import open_store
 
-    result = collect(open_store(), older_than_s=parse_age(args.older_than), keep=args.keep, dry_run=args.dry_run)
+    result = collect(open_store(), older_than_s=parse_age(args.older_than), keep=args.keep, dry_run=args.dry_run,
+                     stale_s=parse_age(args.stale))
     if args.json:
         emit_json(result.to_dict())
         return EXIT_OK

@@ -8,6 +8,7 @@ import sys
 import time
 
 from bosun.core.errors import EXIT_ERROR, EXIT_NEEDS_REVIEW, EXIT_OK, EXIT_REJECTED
+from bosun.core.quoting import quoted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING would import typing, which the fast CLI paths avoid
 if TYPE_CHECKING:
@@ -72,9 +73,7 @@ def print_run(run: Run, store: Store | None = None) -> None:
 
     r = run_result(run)
     out = sys.stdout.write
-    shown = shown_state(run)
-    state = r["state"] if shown == r["state"] else f"cleaned: {shown}"
-    out(f"run {r['id']}  [{state}]  {r['title']}\n")
+    out(f"run {r['id']}  [{shown_label(run)}]  {r['title']}\n")
     for line in [*verdict_lines(r), *cross_review_lines(r.get("cross_review"))]:
         out(line + "\n")
     out(f"  profile   {r['profile']}  ({r.get('profile_reason') or ''})\n")
@@ -130,8 +129,32 @@ def print_run(run: Run, store: Store | None = None) -> None:
     final = r.get("final_message")
     if final:
         msg = final.strip().splitlines()
-        out("worker said: " + (msg[0][:200] if msg else "") + ("…" if len(msg) > 1 else "") + "\n")
+        out("worker said: " + quoted(msg[0] if msg else "", 200) + (" …" if len(msg) > 1 else "") + "\n")
     out(_next_step(r))
+
+
+def print_confirmation(verb: str, run: Run) -> None:
+    """What ``approve``, ``integrate`` and ``discard`` say on a terminal: what they did and what is
+    next, in a line or two; ``bosun show`` has every gate (``--json`` the whole result)."""
+    from bosun.core.paths import run_dir
+    from bosun.engine.verdict import of_run, one_line
+
+    rid = run.id
+    if verb == "approve":
+        ack = run.data.acknowledged
+        said = f"approved {rid} ({one_line(of_run(run))}" + (f"; you acknowledged {', '.join(ack['codes'])})" if ack
+                                                               else ")")
+        nxt = f"next: bosun integrate {rid} lands it on {run.source_branch}"
+    elif verb == "integrate":
+        how = " (re-verified on the merged result)" if run.data.reverified else ""
+        gone = "; its worktree and branch are removed" if run.state == "cleaned" else ""
+        said = f"landed {rid} on {run.source_branch} as commit {(run.merged_commit or '')[:12]}{how}{gone}"
+        nxt = f"`bosun show {rid}` has the record; `bosun revert {rid}` undoes it"
+    else:
+        patch = run_dir(rid) / "final.patch"
+        said = f"discarded {rid}" + (f"; its diff is kept in {patch}" if patch.is_file() else "")
+        nxt = ""
+    sys.stdout.write(said + "\n" + (nxt + "\n" if nxt else ""))
 
 
 def undo_lines(r: Mapping[str, Any], store: Store | None) -> list[str]:
@@ -139,7 +162,7 @@ def undo_lines(r: Mapping[str, Any], store: Store | None) -> list[str]:
     revert run), the run this one reverts, and the branches it was applied to."""
     lines = []
     rev = r.get("reverted")
-    if rev and rev.get("commit"):
+    if rev and rev.get("commit") and not rev.get("run"):
         lines.append(f"  reverted  on {rev['branch']} by commit {rev['commit'][:12]}")
     elif rev:
         other = store.get_run(rev["run"]) if store is not None else None
@@ -174,6 +197,10 @@ def verdict_lines(r: Mapping[str, Any]) -> list[str]:
 
         lines.append(f"verdict: {one_line(v)}")
         lines.extend(f"  - {reason['code']}: {reason['sentence']}" for reason in v["reasons"][:12])
+    refused = r.get("landing_refused")
+    if refused:
+        lines.append(f"landing refused: {refused['code']}: {refused['message']}")
+    lines.extend(f"warning: {w['code']}: {w['message']}" for w in r.get("warnings") or [])
     review = r.get("review")
     if review:
         lines.append(f"self-review: {_REVIEW_WORDS.get(review['verdict'], review['verdict'])}"
@@ -213,7 +240,7 @@ def cross_review_lines(doc: Mapping[str, Any] | None) -> list[str]:
     for entry in earlier:
         lines.append(f"  round {entry['round']}: {_round_words(entry)}" + (", the worker revised" if entry.get("revised") else ""))
     if last.get("findings"):
-        lines.extend(f"  {f['severity']} {where(f)} {f['claim']}"
+        lines.extend(f"  {f['severity']} {where(f)} {quoted(f['claim'], 300)}"
                      + (f" (citation not found: {f['citation']})" if f.get("citation") else "") for f in last["findings"])
     else:
         lines.append(f"  round {last['round']}: {_round_words(last)}")
@@ -230,9 +257,12 @@ def _round_words(entry: Mapping[str, Any]) -> str:
 def _next_step(r: Mapping[str, Any]) -> str:
     from bosun.engine.verdict import waits_for_a_person
 
+    blocked = r.get("landing_refused") or next(iter(r.get("warnings") or []), None)
+    if blocked and r["state"] in ("verified", "approved") and blocked.get("hint"):
+        return f"next: {blocked['hint']}\n"
     nxt = {
-        "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); bosun approve {r['id']} lands "
-                     "it when you agree\n") if waits_for_a_person(r.get("verdict")) else
+        "verified": (f"next: read the reasons and the diff (bosun diff {r['id']}); when you agree, bosun approve "
+                     f"{r['id']} && bosun integrate {r['id']} lands it\n") if waits_for_a_person(r.get("verdict")) else
                     f"next: bosun diff {r['id']}; bosun approve {r['id']} && bosun integrate {r['id']}\n",
         "rejected": f"next: bosun work {r['id']} --resume \"fix ...\", or bosun discard {r['id']}\n",
         "approved": f"next: bosun integrate {r['id']}\n",
@@ -248,17 +278,18 @@ def print_list(runs: list[Run]) -> None:
     if not runs:
         sys.stdout.write("no runs yet; `bosun delegate task.yaml` starts one\n")
         return
-    sys.stdout.write(f"{'RUN':<22}  {'STATE':<11} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
+    sys.stdout.write(f"{'RUN':<22}  {'STATE':<17} {'CREATED':<16}  {'PROFILE':<12} TITLE\n")
     for r in runs:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at))
-        sys.stdout.write(f"{r.id:<22}  {shown_state(r):<11} {when}  {r.profile or '-':<12} {r.title[:60]}\n")
+        sys.stdout.write(f"{r.id:<22}  {shown_label(r):<17} {when}  {r.profile or '-':<12} {r.title[:60]}\n")
 
 
-def shown_state(r: Run) -> str:
-    """A run cleaned up without being merged was discarded (the one rule: :func:`bosun.core.states.shown_state`)."""
-    from bosun.core.states import shown_state as shown
+def shown_label(r: Run) -> str:
+    """What the run is, as every surface says it: landed (its commit), reverted (the revert commit),
+    discarded, landing refused... (the one rule: :func:`bosun.core.states.shown_state`)."""
+    from bosun.core.states import shown_label as label
 
-    return shown(r.state, r.merged_commit)
+    return label(r.state, r.merged_commit, r.data.to_dict())
 
 
 def print_events(run_id: str) -> None:
@@ -291,6 +322,10 @@ def describe_event(ev: dict[str, Any]) -> str:
         return "   sandbox: " + ", ".join(parts)
     if t == "contained":
         return f"   stopped {ev.get('count', 0)} process(es) the worker left running"
+    if t == "command":
+        import shlex
+
+        return "   started: " + " ".join(shlex.quote(str(a)) for a in ev.get("argv") or [])[:300]
     # Any other event: its type and its plain fields, never a raw dict on a person's terminal.
     fields = ", ".join(f"{k} {v}" for k, v in ev.items() if k not in ("type", "seq", "ts") and isinstance(v, str | int | float))
     return f"   {t or 'event'}" + (f": {fields[:200]}" if fields else "")

@@ -65,7 +65,7 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
     ctx = _ctx()
     with _ticking(args):
-        done = revert(ctx, _checked_id(args), onto_worktree=args.onto_worktree)
+        done = revert(ctx, _checked_id(args, ctx.store), onto_worktree=args.onto_worktree)
     return _finish(args, ctx, done, "revert")
 
 
@@ -75,7 +75,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     ctx = _ctx()
     with _ticking(args):
-        done = apply(ctx, _checked_id(args), args.branch, reverify=not args.no_reverify)
+        done = apply(ctx, _checked_id(args, ctx.store), args.branch, reverify=not args.no_reverify)
     return _finish(args, ctx, done, "apply")
 
 

@@ -18,6 +18,7 @@ def print_doctor(report: dict[str, Any]) -> None:
         out(f"config: ERROR {report['config_error']['message']}\n  hint: {report['config_error']['hint']}\n")
     out(describe_sandbox(report["sandbox"]))
     out("adapters:\n")
+    used = {p["adapter"] for p in report["profiles"]}
     for a in report["adapters"]:
         if not a.get("available"):
             out(f"  {a['adapter']:<9} not available in this build\n")
@@ -30,7 +31,10 @@ def print_doctor(report: dict[str, Any]) -> None:
         elif a.get("min_version"):
             out(f"  {a['adapter']:<9} CLI not found (supported from {a['min_version']})\n")
             continue  # what a CLI that is not installed cannot enforce is noise
-        else:  # no CLI of its own to find (remote: a NATS pool): say what it needs instead
+        elif a["adapter"] not in used:  # no CLI of its own (remote: a NATS pool), and no profile needs it
+            out(f"  {a['adapter']:<9} not used: no profile uses it\n")
+            continue
+        else:  # no CLI of its own to find, and a profile uses it: say what it needs
             need = (a.get("problems") or ["not set up"])[0]
             out(f"  {a['adapter']:<9} not set up: {need}\n")
             continue
@@ -51,17 +55,18 @@ def print_doctor(report: dict[str, Any]) -> None:
 
 
 def describe_sandbox(sb: dict[str, Any]) -> str:
-    if sb["mechanism"] == "none":
-        what = "NOT enforced: the kernel has no Landlock, workers can write wherever your user can"
-    elif not sb["enforced"]:
-        what = f"off by setting (this kernel could enforce Landlock ABI {sb['abi']})"
-    else:
-        what = (f"Landlock ABI {sb['abi']}: workers write only in their worktree, HOME and TMPDIR; "
-                f"network rules: {'available' if sb['network'] != 'not enforced' else 'not enforced'}")
-    containment = ("every process a worker starts is killed when its step ends (child subreaper)"
-                   if sb["containment"] == "subreaper" else "not enforced")
-    need = "" if sb["ok"] else "\n  problem: sandbox = \"required\" and this kernel cannot enforce it"
-    return f"sandbox ({sb['setting'] or 'auto'}): {what}\nprocess containment: {containment}{need}\n"
+    mechanism = {"namespaces": f"bubblewrap namespaces + Landlock ABI {sb['abi']}",
+                 "landlock": f"Landlock ABI {sb['abi']} alone (no user namespaces or no bwrap)",
+                 "none": "none: the kernel has no Landlock and bwrap cannot run here"}[sb["mechanism"]]
+    if sb["mechanism"] != "none" and not sb["enforced"]:
+        return f"sandbox ({sb['setting']}): off by setting (this machine could enforce {mechanism})\n"
+    lines = [f"sandbox ({sb['setting'] or 'auto'}): {mechanism}"]
+    lines += [f"  {name.replace('_', ' ')}: {text}" for name, text in sb.get("held", {}).items()]
+    if sb.get("verify", {}).get("network"):
+        lines.append(f"  verify commands' network: {sb['verify']['network']}")
+    if not sb["ok"]:
+        lines.append("  problem: sandbox = \"required\" and this machine cannot enforce " + "; ".join(sb["missing"]))
+    return "\n".join(lines) + "\n"
 
 
 def print_workers(rows: list[dict[str, Any]]) -> None:
@@ -90,6 +95,8 @@ def print_catalog(doc: dict[str, Any]) -> None:
         out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
         efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
         out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
+        if e["effort_note"]:
+            out(f"  note: {e['effort_note']}\n")
         if e["models"] is None:
             out(f"  {e['error']}\n")
             continue
@@ -153,6 +160,8 @@ def print_plan(r: dict[str, Any]) -> None:
         out(f"error: {r['error'].get('code')}: {r['error'].get('message')}\n")
         if r["error"].get("hint"):
             out(f"  hint: {r['error']['hint']}\n")
+        if r["error"].get("output"):
+            out(f"  output (the end):\n{indented_tail(r['error']['output'])}\n")
     if r["state"] == "running" and not r["driver_alive"]:
         out(f"its process is gone: `bosun plan resume {r['id']}` continues it\n")
     elif r["state"] == "paused" and (r.get("error") or {}).get("code") == "NEEDS_REVIEW":
@@ -160,3 +169,8 @@ def print_plan(r: dict[str, Any]) -> None:
             f"`bosun plan continue {r['id']}`\n")
     elif r["state"] in NEXT_STEP:
         out(NEXT_STEP[r["state"]].format(id=r["id"]) + "\n")
+
+
+def indented_tail(text: str, lines: int = 20) -> str:
+    """The last ``lines`` lines of a command's output, indented under the line that names it."""
+    return "\n".join("    " + ln for ln in text.rstrip("\n").splitlines()[-lines:])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -174,14 +174,24 @@ class Settings(BaseModel):
     callers: dict[str, str] = Field(default_factory=dict)
     notify: Notify = Field(default_factory=Notify)
     sandbox: Literal["auto", "required", "off"] = Field(
-        default="auto", description="kernel sandbox for workers: on where the kernel allows it, required, or off"
+        default="auto", description="kernel sandbox for workers and verify commands: on where the machine "
+        "allows it, required (every property it promises enforced, or the worker does not start), or off"
     )
     sandbox_reads: Literal["all", "worktree"] = Field(
-        default="all", description="what a sandboxed worker may read: everything, or not the user's repository "
-        "outside its worktree (git metadata excepted) nor bosun's records and other runs"
+        default="worktree", description="what a sandboxed worker may read: not the user's repository outside "
+        "its worktree (git metadata excepted), bosun's state or credential stores (worktree), or everything (all)"
+    )
+    sandbox_hide: list[str] = Field(
+        default_factory=list, description="more paths no sandboxed process may read (~ expands), beside the "
+        "credential stores bosun hides"
     )
     network: Literal["any", "provider-only"] = Field(
-        default="any", description="TCP connects a sandboxed worker may make: any, or only to its provider's port"
+        default="provider-only", description="TCP connects a sandboxed worker may make: only to its provider's "
+        "port(s) (and network_ports), or any; under provider-only verify commands get a loopback of their own"
+    )
+    network_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+        default_factory=list, description="more TCP ports a sandboxed worker may connect to under "
+        "network = \"provider-only\""
     )
     budget: Budget = Field(default_factory=Budget)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)

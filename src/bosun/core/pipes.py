@@ -1,13 +1,16 @@
-"""Draining a child's pipes without ever blocking it: a buffer that keeps the head and tail of a
-stream, and the thread that reads one pipe into it (optionally line by line).
+"""Talking to a started child without ever blocking it: a buffer that keeps the head and tail of a
+stream, the thread that reads one pipe into it (optionally line by line), what writes its stdin, and
+the watch that wakes the moment it exits.
 
-Apart from ``proc.py`` because neither starts a process: they are what ``run_supervised`` reads a
-child's output with, and a buffer is plain data.
+Apart from ``proc.py`` because none of them starts a process: they are what ``run_supervised``
+speaks to a child with, and a buffer is plain data.
 """
 
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 import threading
 import time
 from collections import deque
@@ -126,3 +129,55 @@ class PipeReader(threading.Thread):
             import logging
 
             logging.getLogger("bosun.proc").exception("line callback failed")
+
+
+class ExitWatch:
+    """Waits for a child's exit and wakes the moment it happens.
+
+    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, so every supervised step ended up to
+    50 ms after its process did. On Linux a pidfd becomes readable when the process exits: waiting
+    on it blocks without polling. Elsewhere (or when the kernel has no pidfd) it falls back to
+    ``Popen.wait``.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self._poll: select.poll | None = None
+        self._fd: int | None = None
+        try:
+            self._fd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            return  # no pidfd here; or the child is already gone (the wait below reaps it)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN)
+
+    def wait(self, timeout: float) -> bool:
+        """True once the child has exited (and is reaped), False after ``timeout`` seconds."""
+        if self._poll is None:
+            try:
+                self.proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        if not self._poll.poll(max(0, int(timeout * 1000))):
+            return self.proc.poll() is not None
+        self.proc.wait()
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def feed_stdin(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass

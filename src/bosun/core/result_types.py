@@ -27,6 +27,7 @@ class _RunResultKeys(TypedDict):
     merged_commit: str | None
     error: dict[str, Any] | None  # {code, message, hint}: only while it describes the run's state
     run_dir: str
+    untrusted_fields: list[str]  # paths of the fields above that hold a worker's text (core/quoting.py)
 
 
 class RunResult(_RunResultKeys, total=False):
@@ -37,6 +38,8 @@ class RunResult(_RunResultKeys, total=False):
     answer_verified: bool | None  # an explore/review answer's citations, all backed
     citations: dict[str, Any]
     read_only_violation: dict[str, Any]
+    warnings: list[dict[str, str]]  # [{code, message, hint}]: what would stop integrate (OVERLAPS_UNCOMMITTED)
+    landing_refused: dict[str, Any]  # {code, message, hint, at}: the last integrate was refused
     sandbox: dict[str, Any]
     unenforced: list[str]
     reverted: dict[str, Any]  # {commit | run, branch, landing, at}

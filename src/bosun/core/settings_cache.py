@@ -208,9 +208,22 @@ class SettingsView:
 
 def unknown_profile(name: str | None, known: Iterable[str]) -> BadInput:
     """The error of a profile name the settings do not define (both kinds of settings raise it)."""
-    listed = ", ".join(sorted(known)) or "none defined"
+    known = sorted(known)
+    listed = ", ".join(known) or "none defined"
+    close = closest(name, known)
     return BadInput(
         f"unknown profile {name!r} (known: {listed})",
-        "define it under [profiles.NAME] in bosun.toml or your user config",
+        (f"did you mean {close!r}? " if close else "") + "define it under [profiles.NAME] in bosun.toml or your "
+        "user config",
         code="UNKNOWN_PROFILE",
     )
+
+
+def closest(name: str | None, known: Iterable[str]) -> str | None:
+    """The known name ``name`` was most likely meant to be (``cheapp`` -> ``cheap``), for a did-you-mean."""
+    import difflib
+
+    if not name:
+        return None
+    found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from bosun.core.errors import InvalidTransition
 
+TYPE_CHECKING = False  # typing's would import typing, which the fast read paths avoid
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 PREPARED = "prepared"
 WORKING = "working"
 WORKED = "worked"
@@ -72,9 +77,45 @@ def check_transition(src: str, dst: str) -> None:
         )
 
 
-def shown_state(state: str, merged_commit: str | None) -> str:
-    """The state as every surface shows it: a run cleaned up without being merged was discarded, and
-    must not read like an integrated one (the CLI, the dashboard and the receipt say the same)."""
-    if state == CLEANED and not merged_commit:
-        return "discarded"
+# What a run that finished is, shown instead of the state it ended in (``cleaned`` says nothing of it).
+LANDED = "landed"  # its change is on the user's branch (integrate)
+MERGED = "merged"  # a plan's task: its change is on the plan's integration branch
+REVERTED = "reverted"  # it landed, and its change was reverted since
+DISCARDED = "discarded"  # cleaned up without landing
+LANDING_REFUSED = "landing refused"  # approved, but the last `integrate` was refused (nothing moved)
+
+_LANDED_STATES = frozenset({INTEGRATED, REPORTED, CLEANED})
+
+
+def shown_state(state: str, merged_commit: str | None, data: Mapping[str, Any] | None = None) -> str:
+    """The state as every surface shows it (the CLI, history, the dashboard, the receipt say the
+    same): a run whose change landed is ``landed`` (a plan's task ``merged``), then ``reverted`` once
+    its revert landed; one cleaned up without landing was ``discarded``; an approved run whose last
+    ``integrate`` was refused says so. ``data`` is the run's record (``reverted``, ``plan_id``,
+    ``landing_refused``)."""
+    data = data or {}
+    if merged_commit and state in _LANDED_STATES:
+        if (data.get("reverted") or {}).get("commit"):
+            return REVERTED
+        return MERGED if data.get("plan_id") else LANDED
+    if state == CLEANED:
+        return DISCARDED
+    if state == APPROVED and data.get("landing_refused"):
+        return LANDING_REFUSED
     return state
+
+
+def shown_commit(state: str, merged_commit: str | None, data: Mapping[str, Any] | None = None) -> str | None:
+    """The commit the shown state is about: the landing's merge for landed and merged, the revert
+    commit for reverted."""
+    shown = shown_state(state, merged_commit, data)
+    if shown == REVERTED:
+        return str((data or {})["reverted"]["commit"])
+    return merged_commit if shown in (LANDED, MERGED) else None
+
+
+def shown_label(state: str, merged_commit: str | None, data: Mapping[str, Any] | None = None) -> str:
+    """The shown state with its commit, short: ``landed 1a2b3c4d``, ``reverted 5e6f7a8b``."""
+    commit = shown_commit(state, merged_commit, data)
+    shown = shown_state(state, merged_commit, data)
+    return f"{shown} {commit[:8]}" if commit else shown

@@ -6,7 +6,7 @@ the tip of BRANCH (:func:`bosun.engine.undo_git.three_way`) and committed there;
 naming the files. Then, as integration does, the result is re-verified before the branch moves: the
 task's verify commands on exactly that commit (in the run's worktree while the run still owns it, set up
 as when it was verified; otherwise in a temporary worktree), and a failure refuses with the branch
-where it was. The branch moves the way integration moves it (:func:`bosun.engine.undo_git.move_branch`);
+where it was. The branch moves the way integration moves it (:func:`bosun.isolation.user_branch.move_branch`);
 nothing is pushed.
 
 Refused before anything changes: an unknown run, a run that was neither verified nor landed, a read-only
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core import paths, states
 from bosun.core.errors import BadInput, Conflict, Rejected
 from bosun.engine import locks, record
-from bosun.engine.undo_git import branch_head, commit_on, move_branch, refuse_overlap, three_way
+from bosun.engine.undo_git import branch_head, commit_on, three_way
 
 if TYPE_CHECKING:
     from bosun.core.contract import TaskContract
@@ -43,6 +43,7 @@ def apply(ctx: RunContext, run_id: str, branch: str, reverify: bool = True) -> d
     """Carry ``run_id``'s change onto ``branch``. Returns ``{"run": the run, "apply": what was done}``."""
     from bosun.engine.context import load_task
     from bosun.isolation.git import tree_of
+    from bosun.isolation.user_branch import check_move, move_branch
 
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
@@ -60,9 +61,10 @@ def apply(ctx: RunContext, run_id: str, branch: str, reverify: bool = True) -> d
             raise BadInput(f"{branch} already has run {run.id}'s change: applying it would change nothing",
                            "nothing to do", code="ALREADY_APPLIED")
         commit = commit_on(repo, tree, head, _message(run, task, branch))
-        checked_out = refuse_overlap(repo, branch, head, commit)
+        again = f"run `bosun apply {run.id} --to {branch}` again"
+        check_move(repo, branch, head, commit, again=again)  # every refusal before a re-verification is spent
         verification = _reverify_on(run, task, commit, branch) if reverify and task.verify else None
-        move_branch(repo, branch, head, commit, checked_out, f"bosun: apply run {run.id}")
+        move_branch(repo, branch, head, commit, message=f"bosun: apply run {run.id}", again=again)
         done = {"branch": branch, "commit": commit, "reverified": verification is not None, "at": time.time()}
         ctx.store.write(run, applied=[*(run.data.applied or []), done])
         _event(run.id, "applied", branch=branch, commit=commit, reverified=verification is not None)

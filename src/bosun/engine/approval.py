@@ -30,6 +30,8 @@ from bosun.engine.self_review import ESCALATED, FAILED, PASSED, SKIPPED, UNPARSE
 from bosun.engine.stops import clear_error
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from bosun.engine.context import RunContext
     from bosun.isolation.change import Change
     from bosun.store.db import Store
@@ -185,7 +187,9 @@ BY_PERSON, BY_SCRIPT, BY_PARENT = "person", "script", "parent"
 ALL = "all"  # acknowledge every reason: a person who read them, or a script's --yes
 
 # Refusals that mean bosun has no faithful change to judge: no waiver makes one.
-UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED"})
+UNWAIVABLE_GATES = frozenset({"GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED", "USER_FILES_TAMPERED"})
+# Only a green change lands: a failed verification is never waived either.
+VERIFY_FAILED = "VERIFY_FAILED"
 
 
 def forget_acknowledgment(store: Store, run_id: str) -> None:
@@ -248,11 +252,8 @@ def approve(
         if judged["outcome"] == verdict.REFUSED:
             problems.insert(0, "refused by " + ", ".join(f"{r['code']} ({r['sentence'][:160]})" for r in judged["reasons"][:4]))
         if problems:
-            raise Rejected(
-                f"cannot approve {run_id}: " + "; ".join(problems),
-                "fix and re-verify, or waive a gate with --waive CODE --reason TEXT",
-                code="APPROVE_REFUSED",
-            )
+            raise Rejected(f"cannot approve {run_id}: " + "; ".join(problems),
+                           _refused_hint(run_id, judged, review is not None), code="APPROVE_REFUSED")
         acknowledged: dict[str, Any] | None = None
         # Waivers given with this approval are its own acknowledgment of them (each carries a reason).
         # Not over MCP: there the parent names every code, WAIVED included, in `acknowledge`.
@@ -263,7 +264,7 @@ def approve(
                 raise NeedsReview(
                     f"run {run_id} needs a person's review before it lands: {reasons}",
                     f"read the reasons (`bosun show {run_id}`, `bosun diff {run_id}`); `bosun approve {run_id}` "
-                    "on a terminal lands it, a script passes --yes (recorded)",
+                    "on a terminal asks you [y/N], a script passes --yes (recorded); `bosun integrate` then lands it",
                 )
             if acknowledge != ALL:
                 missing = [c for c in verdict.missing_acknowledgments(judged, acknowledge) if c not in implicit]
@@ -298,10 +299,29 @@ def approve(
         return ctx.store.require_run(run_id)  # type: ignore[no-any-return]
 
 
+def _refused_hint(run_id: str, judged: Mapping[str, Any], reviewed: bool) -> str:
+    """What to do about a refusal: --waive only when every refusing gate may be waived."""
+    from bosun.engine import verdict
+
+    codes = verdict.codes(judged) if judged["outcome"] == verdict.REFUSED else []
+    revise = f"revise it with `bosun work {run_id} --resume \"what to fix\"`"
+    if not codes:
+        return f"address the review's findings: {revise}, then approve again" if reviewed else revise
+    if VERIFY_FAILED in codes or UNWAIVABLE_GATES & set(codes):
+        return (f"`bosun show {run_id}` says what failed; {revise}, or fix the task and delegate it again "
+                "(a failed verification, or a change bosun could not compute faithfully, is never waived)")
+    return (f"`bosun show {run_id}` explains each gate; {revise}, or, if the change is right, waive the gate by name: "
+            f"`bosun approve {run_id} --waive {codes[0]} --reason \"why it is acceptable\"`")
+
+
 def _check_waivers_known(gates: list[dict[str, Any]], waivers: dict[str, str]) -> None:
     unknown = set(waivers) - {g["code"] for g in gates}
     if unknown:
         raise BadInput(f"cannot waive unknown gate {sorted(unknown)[0]!r}", "`bosun show` lists this run's gates")
+    if any(g["code"] == VERIFY_FAILED and not g["ok"] for g in gates) and VERIFY_FAILED in waivers:
+        raise BadInput("VERIFY_FAILED cannot be waived: only a change whose verify commands pass can land",
+                       "revise the change with `bosun work RUN --resume \"what to fix\"`, or fix the verify command "
+                       "in the task and delegate it again")
     unwaivable = [g["code"] for g in gates if not g["ok"] and g["code"] in waivers and g["code"] in UNWAIVABLE_GATES]
     if unwaivable:
         raise BadInput(f"{unwaivable[0]} cannot be waived: bosun could not compute a faithful change",

@@ -25,7 +25,6 @@ from bosun.engine import locks, record
 from bosun.engine.budget import meter_for as spend_meter
 from bosun.engine.prompt import render_prompt
 from bosun.isolation.run_env import run_env
-from bosun.sandbox import Confinement
 from bosun.workers.base import (
     FALLBACK_CLASSES,
     ErrorClass,
@@ -58,6 +57,7 @@ class Outcome:
     hint: str = ""
     attempts: list[dict[str, Any]] = field(default_factory=list)
     git_tampered: dict[str, Any] | None = None  # what the worker's turns changed in the user's git dir
+    files_tampered: dict[str, Any] | None = None  # the modes, owners or flags of the user's files they changed
 
 
 def fallback_chain(settings: Settings, first: Profile, cooling: set[str]) -> list[Profile]:
@@ -95,80 +95,6 @@ def worker_env(profile: Profile, home: Path, tmp: Path, guard_env: dict[str, str
     return env
 
 
-def sandbox_plan(settings: Settings) -> tuple[bool, dict[str, Any]]:
-    """Whether workers run confined, and what the run reports as enforced.
-
-    Raises ``SandboxFailed`` when the setting is ``required`` and this machine cannot enforce it.
-    """
-    from bosun.sandbox import SandboxFailed, probe
-
-    support = probe()
-    report = support.to_dict()
-    if settings.sandbox == "off":
-        return False, {**report, "mechanism": "none", "network": "not enforced", "reason": "sandbox = \"off\""}
-    if support.mechanism == "none":
-        if settings.sandbox == "required":
-            raise SandboxFailed(
-                "sandbox = \"required\" but this machine cannot confine workers: the kernel has no "
-                "Landlock (Linux 5.13+ with Landlock in the `lsm=` boot list); the worker was not started"
-            )
-        return False, {**report, "reason": "the kernel has no Landlock: writes are not confined"}
-    return True, report
-
-
-def attempt_sandbox(report: dict[str, Any], profile: Profile) -> dict[str, Any]:
-    """What confines this attempt's worker: the kernel for every process, or for the native worker
-    (which starts none) its own file tools."""
-    if profile.adapter == "native":
-        return {**report, "mechanism": "in-process",
-                "reason": "the native worker starts no processes; its file tools confine every path to the worktree"}
-    return report
-
-
-def provider_ports(profile: Profile) -> tuple[int, ...]:
-    """The TCP port(s) of the profile's provider: its ``base_url``'s, or 443 for a CLI's default
-    (hosted) provider. ``network = "provider-only"`` lets the worker connect to nothing else."""
-    from urllib.parse import urlsplit
-
-    if not profile.base_url:
-        return (443,)
-    url = urlsplit(profile.base_url)
-    try:
-        port = url.port
-    except ValueError:
-        port = None
-    return (port or (80 if url.scheme == "http" else 443),)
-
-
-def worker_confinement(
-    run: Run, home: Path, tmp: Path, read_only: bool, private_reads: bool = False,
-    connect_ports: tuple[int, ...] | None = None, caches: tuple[Path, ...] = (),
-) -> Confinement:
-    """Writes only in the run's worktree and the worker's own HOME and TMPDIR. Not the user's
-    repository or its ``.git`` (the worktree's git dir lives there), not bosun's database,
-    records or other runs, not the user's HOME. ``read_only`` (explore and review modes, review
-    turns): not the worktree either. ``private_reads``: no reading the user's repository outside
-    the worktree (its ``.git`` excepted) or bosun's state beyond this run's own worktree, HOME,
-    TMPDIR, git guard and task file. ``caches``: the profile's CLI caches kept across runs
-    (workers/cli_cache.py), which the CLI itself writes."""
-    from bosun.isolation.run_env import environment_reads
-    from bosun.sandbox import Confinement
-
-    worktree = Path(run.worktree)
-    own = (home, tmp, *caches)
-    writable = own if read_only else (worktree, *own)
-    if not private_reads:
-        return Confinement(writable=writable, connect_ports=connect_ports)
-    rdir = paths.run_dir(run.id)
-    repo = Path(run.repo)
-    return Confinement(
-        writable=writable,
-        deny_read=(repo, paths.bosun_home()),
-        readable=(repo / ".git", worktree, rdir / "guard", rdir / record.TASK, *environment_reads(run)),
-        connect_ports=connect_ports,
-    )
-
-
 def mode_permissions(task: TaskContract) -> Permissions:
     """What the task's mode lets a worker do: adapters translate this, never the mode itself."""
     if task.mode == Mode.code:
@@ -191,6 +117,15 @@ def _worktree_changed(run: Run) -> bool:
 
     diff = read_run_change(run).diff
     return bool(diff)
+
+
+def loopback_port(worker: object, profile: Profile, limited: bool) -> int | None:
+    """The port a CLI that serves itself on loopback gets when the sandbox limits its connects
+    (workers/opencode_kit.py): one the sandbox lets it reach. The run and its dry run ask here."""
+    from bosun.isolation import confinement
+
+    serves = getattr(worker, "serves_on_loopback", lambda _p: False)
+    return confinement.free_port() if limited and serves(profile) else None
 
 
 def with_effort(profile: Profile, emit: Callable[[dict[str, Any]], None]) -> Profile:
@@ -265,36 +200,39 @@ def run_attempts(
     if chain[0].name != first.name:
         emit(ev_message(f"profile {first.name} is in cooldown ({store.cooldowns()[first.name]['reason'][:120]}); "
                         f"starting with {chain[0].name}", role="system"))
+    from bosun.isolation import confinement
     from bosun.sandbox import SandboxFailed
 
+    # Hidden tests live in the user's repository: a run with holdout files reads privately.
+    holdout = bool(getattr(task, "holdout", None))
+    private_reads = settings.sandbox_reads == "worktree" or holdout
     try:
-        confined, sandbox_report = sandbox_plan(settings)
+        sandbox = confinement.plan(settings, private_reads=private_reads)
     except SandboxFailed as exc:
         emit(ev_error(exc.message, ErrorClass.permanent))
         store.merge_data(run_id, sandbox={"mechanism": "none", "required": True, "reason": exc.message})
         failed = WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=exc.message)
         return Outcome(result=failed, profile=first.name, blocked=True, hint=exc.hint)
-    # Hidden tests live in the user's repository: a run with holdout files reads privately.
-    private_reads = settings.sandbox_reads == "worktree" or bool(getattr(task, "holdout", None))
-    if confined:
-        sandbox_report["reads"] = "worktree" if private_reads else "all"
+    worker_git = _worker_git(run, rdir) if sandbox.confined and holdout and sandbox.support.namespaces else None
+    run_ports = confinement.run_ports(run)
     guard_env = install_guard(rdir / "guard")
     total = Usage()
     outcome: Outcome | None = None
     tampered: dict[str, Any] | None = None
+    files_tampered: dict[str, Any] | None = None
     task_file = rdir / record.TASK
     for index, profile in enumerate(chain):
         home, tmp = rdir / "home" / profile.name, rdir / "tmp"
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         emit(ev_message(f"attempt {index + 1}: profile {profile.name} ({profile.adapter})", role="system"))
-        enforced = attempt_sandbox(sandbox_report, profile) if confined else sandbox_report
-        if confined and settings.network == "provider-only" and profile.adapter != "native":
-            enforced = {**enforced, "network": (
-                f"provider-only: TCP connects to port(s) {', '.join(map(str, provider_ports(profile)))}"
-                if enforced.get("abi", 0) >= 4 else "not enforced: the kernel has no Landlock network rules")}
+        worker = get_worker(profile.adapter)
+        limited = sandbox.confined and settings.network == "provider-only"
+        own_port = loopback_port(worker, profile, limited)
+        ports = confinement.provider_ports(profile, settings, (*run_ports, own_port or 0)) if limited else None
+        enforced = confinement.attempt_report(sandbox, settings, profile, holdout, ports)
         if not one_off:  # a review turn's confinement is in its events; the run's record is its worker's
-            store.merge_data(run_id, sandbox=enforced)
+            store.merge_data(run_id, sandbox={**enforced, "verify": confinement.verify_report(settings, sandbox.support)})
         emit(ev_sandbox(enforced))
         attempt_id = store.start_attempt(run_id, profile.name, profile.adapter)
         meter.start_attempt(profile)
@@ -305,7 +243,6 @@ def run_attempts(
             )
             emit(ev_error(result.error_message or "", ErrorClass.auth))
         else:
-            worker = get_worker(profile.adapter)
             profile = with_effort(profile, emit)
             wctx = WorkerContext(
                 run_id=run_id,
@@ -327,15 +264,20 @@ def run_attempts(
                 permissions=mode_permissions(task),
                 should_stop=meter.or_else(_cancel_poller(store, run_id)),
                 on_start=_on_start(store, run_id, on_worker_start),
-                confine=worker_confinement(run, home, tmp, kernel_read_only(task), private_reads,
-                                           provider_ports(profile) if settings.network == "provider-only" else None,
-                                           caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
-                if confined else None,
+                confine=confinement.worker_confinement(
+                    run, settings, home, tmp, read_only=kernel_read_only(task), private_reads=private_reads,
+                    connect_ports=ports, own_reads=(rdir / "guard", task_file), worker_git=worker_git, holdout=holdout,
+                    caches=tuple(getattr(worker, "cache_dirs", lambda _p: [])(profile)))
+                if sandbox.confined else None,
+                own_port=own_port,
             )
             turn = run_turn(worker, wctx, Path(run.repo), watch_git=not one_off)
             if turn.git_tampered:
                 log.append(ev_message(tampering_message(turn.git_tampered), role="system"))
                 tampered = merged_tampering(tampered, turn.git_tampered)
+            if turn.files_tampered:
+                log.append(ev_message(tampering_message(turn.files_tampered, "the modes of your files"), role="system"))
+                files_tampered = merged_tampering(files_tampered, turn.files_tampered)
             result = meter.settle(turn.result, run)
             _redact_result(result)
             current = store.get_run(run_id)
@@ -351,7 +293,8 @@ def run_attempts(
             {"usage": result.usage.to_dict(), "session_id": result.session_id, "unenforced": result.unenforced},
         )
         locks.forget_worker(store, run_id)
-        outcome = Outcome(result=result, profile=profile.name, usage=total, git_tampered=tampered)
+        outcome = Outcome(result=result, profile=profile.name, usage=total, git_tampered=tampered,
+                          files_tampered=files_tampered)
         if result.error_class == ErrorClass.auth:
             outcome.blocked = True
             outcome.hint = _auth_hint(profile, missing)
@@ -371,7 +314,7 @@ def run_attempts(
         log.append(ev_message(f"{budget['dropped']} further output lines were not recorded "
                               f"(over {MESSAGE_BUDGET_BYTES // 1_000_000} MB of plain output)", role="system"))
     if not outcome.hint and not outcome.result.ok:
-        outcome.hint = _failure_hint(outcome.result, len(chain))
+        outcome.hint = _failure_hint(outcome.result, len(chain), profile)
     _clear_tmp(rdir / "tmp")
     return outcome
 
@@ -411,8 +354,12 @@ def _auth_hint(profile: Profile, missing: str | None) -> str:
     return f"log in to the {profile.adapter} CLI or configure its key (`bosun doctor --profile {profile.name}`)"
 
 
-def _failure_hint(result: WorkerResult, chain_len: int) -> str:
+def _failure_hint(result: WorkerResult, chain_len: int, profile: Profile) -> str:
+    from bosun.workers.endpoint import UNREACHABLE, unreachable_hint
+
     cls = result.error_class
+    if profile.base_url and UNREACHABLE.search(result.error_message or ""):
+        return unreachable_hint(profile.base_url)
     if cls == ErrorClass.timeout:
         return "raise timeout_s in the task or the profile, or make the task smaller"
     if cls in FALLBACK_CLASSES:
@@ -421,6 +368,13 @@ def _failure_hint(result: WorkerResult, chain_len: int) -> str:
     if cls == ErrorClass.model_unavailable:
         return "check the model name in the profile"
     return "see `bosun show` and events.jsonl for the worker's output"
+
+
+def _worker_git(run: Run, rdir: Path) -> tuple[Path, Path]:
+    """The holdout run's own repository (the start tree alone) and the pointer shown for its ``.git``."""
+    from bosun.isolation.worker_git import worker_git
+
+    return worker_git(Path(run.repo), rdir, Path(run.worktree), run.start_commit, run.branch)
 
 
 def _clear_tmp(tmp: Path) -> None:

@@ -1,9 +1,8 @@
-"""Fail-to-pass proof: the verify commands run on the start tree too, while the worker works.
+"""The start tree's run (the *baseline*): the verify commands on the start tree, while the worker works.
 
-A change is *proven* when at least one verify command failed on the start tree (the baseline) and
-every one passes on the change. Tests that already passed before prove nothing about the change,
-and bosun says so. When the worker changed existing tests, the proof is taken with the original
-tests held out (see :mod:`bosun.isolation.heldout`): a rewritten test proves nothing either.
+It is the "before" of the proof (engine/proof.py judges it test by test against the other trees of
+the proof matrix, isolation/matrix.py), and its runners' reports name test files the change may
+delete or rename.
 
 The baseline runs in a detached checkout of the start commit (an idle worktree of the warm pool
 when there is one, else a new worktree), in a thread started when the worker starts, so it costs no
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from bosun.store.run import Run
 
 BASELINE = "baseline.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-test reports name each test's file (repository-relative ids)
 
 # Baselines this process started and has not recorded yet, by run id (see ``settle``).
 _running: dict[str, BaselineJob] = {}
@@ -52,14 +51,12 @@ def _cache_path(key: str) -> Path:
 def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[str, Any] | None:
     """Run the verify commands on the run's start commit (cached); returns the verification doc."""
     from bosun.isolation.git import tree_of
-    from bosun.isolation.verify_commands import verify_checkout, verify_commit, verify_confinement
+    from bosun.isolation.own_tests import verify_beside
+    from bosun.isolation.run_env import environment_identity
 
     repo = Path(run.repo)
     # With holdout files, the baseline runs on the full start (the hidden tests included).
     start = (run.data.holdout or {}).get("full_start") or run.start_commit
-    from bosun.isolation.run_env import before_verify, environment_identity, with_run_env
-    from bosun.isolation.workspace import borrow_checkout, return_checkout
-
     key = cache_key(tree_of(repo, start), task)
     env_id = environment_identity(run)
     if env_id:  # a baseline made with another set-up (or none) proves nothing about this one
@@ -67,24 +64,7 @@ def run_baseline(run: Run, task: TaskContract, should_stop: Any = None) -> dict[
     cached = read_json(_cache_path(key), None)
     if isinstance(cached, dict) and cached.get("format_version") == FORMAT_VERSION:
         return {**cached["verification"], "cached": True}
-    workdir = paths.run_dir(run.id) / "baseline"
-
-    def confine_to(wt: Path, home: Path) -> Any:
-        before_verify(run, wt)  # the start tree with the run's set-up, as verification will see it
-        return verify_confinement(repo, wt, home)
-
-    commands = list(with_run_env(task, run).verify)
-    slot = borrow_checkout(run, start)
-    if slot is None:
-        result = verify_commit(repo, start, commands, workdir, task.title, confine_to=confine_to,
-                               should_stop=should_stop)
-    else:
-        try:
-            result = verify_checkout(slot, start, commands, workdir, task.title, confine_to=confine_to,
-                                     should_stop=should_stop)
-            result["checkout"] = "pool"
-        finally:
-            return_checkout(run, slot)
+    result = verify_beside(run, task, start, paths.run_dir(run.id) / "baseline", should_stop=should_stop)
     if should_stop is not None and should_stop():
         return None  # stopped half-way: proves nothing, and is never cached
     write_json_atomic(_cache_path(key), {"format_version": FORMAT_VERSION, "verification": result})
@@ -171,34 +151,30 @@ def read_baseline(run_id: str) -> dict[str, Any] | None:
     return doc.get("verification") if isinstance(doc, dict) else None
 
 
-def _passed(cmd: dict[str, Any]) -> bool:
-    return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
+class Baseline:
+    """The start tree's run as verification takes it (``isolation.matrix.Before``): ``ready`` while it
+    may still run, ``wait`` for it. A baseline that was taken but failed to run (git, the disk) is
+    taken again once on ``wait``: without it the change could not be proven, and would wait for a
+    person for no fault of its own."""
 
+    def __init__(self, run: Run, task: TaskContract) -> None:
+        self.run, self.task = run, task
+        self._waited: dict[str, Any] | None = None
+        self._done = False
 
-def proof(baseline: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
-    """``{proven, failed_before, sentence}`` from the baseline and the verification it is compared with."""
-    if baseline is None or not baseline.get("commands"):
-        return {"proven": None, "failed_before": [], "sentence": "no baseline was taken: bosun cannot say whether "
-                "the tests failed before this change"}
-    before = baseline["commands"]
-    failed_before = [i for i, c in enumerate(before) if not _passed(c)]
-    passes_after = bool(after.get("commands")) and all(_passed(c) for c in after["commands"])
-    if not failed_before:
-        return {"proven": False, "failed_before": [],
-                "sentence": "the tests already passed before this change: they do not prove it"}
-    if passes_after:
-        return {"proven": True, "failed_before": failed_before, **_flips(before, after["commands"]),
-                "sentence": "the tests failed before this change and pass after it"}
-    return {"proven": False, "failed_before": failed_before, **_flips(before, after.get("commands", [])),
-            "sentence": "the tests failed before this change and still fail after it"}
+    def ready(self) -> dict[str, Any] | None:
+        if self._done:
+            return self._waited
+        job = _running.get(self.run.id)
+        if job is not None:
+            return job.result if not job._thread.is_alive() else None
+        doc = read_json(paths.run_dir(self.run.id) / BASELINE, None)
+        return doc.get("verification") if isinstance(doc, dict) else None
 
-
-def _flips(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Test ids that went fail-to-pass and pass-to-fail, where the commands reported test lists."""
-    f2p: list[str] = []
-    p2f: list[str] = []
-    for b, a in zip(before, after, strict=False):
-        if "tests" in b and "tests" in a:
-            f2p += sorted(set(b["tests"]["failed"]) & set(a["tests"]["passed"]))
-            p2f += sorted(set(b["tests"]["passed"]) & set(a["tests"]["failed"]))
-    return {"fail_to_pass": f2p[:200], "pass_to_fail": p2f[:200]}
+    def wait(self) -> dict[str, Any] | None:
+        if not self._done:
+            found = read_baseline(self.run.id)
+            if found is None and (read_json(paths.run_dir(self.run.id) / BASELINE, {}) or {}).get("error"):
+                found = retake_baseline(self.run, self.task)
+            self._waited, self._done = found, True
+        return self._waited

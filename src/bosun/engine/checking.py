@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.changes import GateResult
+from bosun.core.quoting import quoted
 from bosun.engine import record
 from bosun.engine.context import RunContext, read_run_change
 
@@ -46,12 +47,15 @@ def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     only the engine knows (the answer, the read-only violation, the self-review)."""
     from bosun.core.contract import Mode
     from bosun.engine import approval
+    from bosun.engine.baseline import Baseline
     from bosun.engine.verifying import digest, prove
     from bosun.isolation.heldout import rewritten_gate
     from bosun.isolation.verification import verify_worked
 
     run_id = run.id
-    found = verify_worked(run, task, ctx.settings(Path(run.repo)), tamper_gates(run))
+    settings = ctx.settings(Path(run.repo))
+    wants_proof = settings.baseline != "off" and bool(task.verify) and task.mode == Mode.code
+    found = verify_worked(run, task, settings, tamper_gates(run), Baseline(run, task) if wants_proof else None)
     if found.killed:
         system_event(run_id, "stopped processes the worker left running before verification: "
                      + ", ".join(found.killed[:10]))
@@ -59,7 +63,7 @@ def check_worked(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     verification, gates = found.verification, list(found.gates)
     if found.ran and task.mode == Mode.code and task.verify:
         heldout_doc = found.heldout_doc
-        verification.update(prove(run, task, heldout_doc or verification))
+        verification.update(prove(verification, task))
         held = found.held
         gates.append(rewritten_gate(task, verification, heldout_doc, held.paths if held else [],
                                     verification.get("baseline") or None, found.kept_tests_changed,
@@ -80,16 +84,21 @@ def system_event(run_id: str, text: str) -> None:
 
 
 def tamper_gates(run: Run) -> list[GateResult]:
-    """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir."""
-    found = run.data.user_git_tampered
-    if not found:
-        return []
-    detail = "the worker changed the repository's git dir (" + ", ".join(found["changed"][:5]) + ")"
-    if found.get("restored"):
-        detail += "; bosun restored " + ", ".join(found["restored"][:5])
-    if found.get("failed"):
-        detail += "; NOT restored: " + ", ".join(found["failed"][:5])
-    return [GateResult("USER_GIT_TAMPERED", False, detail)]
+    """USER_GIT_TAMPERED from what the worker step found changed in the user's git dir, and
+    USER_FILES_TAMPERED from the modes, owners or flags of the user's files it changed."""
+    gates = []
+    for code, found, what in (("USER_GIT_TAMPERED", run.data.user_git_tampered, "the repository's git dir"),
+                              ("USER_FILES_TAMPERED", run.data.user_files_tampered,
+                               "the modes, owners or flags of your files")):
+        if not found:
+            continue
+        detail = f"the worker changed {what} (" + ", ".join(quoted(p) for p in found["changed"][:5]) + ")"
+        if found.get("restored"):
+            detail += "; bosun restored " + ", ".join(quoted(p) for p in found["restored"][:5])
+        if found.get("failed"):
+            detail += "; NOT restored: " + ", ".join(quoted(p) for p in found["failed"][:5])
+        gates.append(GateResult(code, False, detail))
+    return gates
 
 
 def self_review(ctx: RunContext, run: Run, task: TaskContract, checked: Checked) -> list[GateResult]:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from bosun.core.quoting import quoted
+
 # path:12, path:12-20, path:12:5 (a column), path#L12, path#L12-L20
 _CITE_RE = re.compile(
     r"(?<![\w./:@\-])(?P<target>[A-Za-z0-9_./\-]*[A-Za-z_][A-Za-z0-9_./\-]*)"
@@ -229,9 +231,9 @@ class Checker:
         if len(candidates) == 1:
             return candidates[0], None
         if len(candidates) > 1:
-            listed = ", ".join(candidates[:3]) + (", ..." if len(candidates) > 3 else "")
-            return None, f"{target} is ambiguous: {len(candidates)} files match ({listed})"
-        return None, f"{target} does not exist"
+            listed = ", ".join(quoted(c) for c in candidates[:3]) + (", ..." if len(candidates) > 3 else "")
+            return None, f"{quoted(target)} is ambiguous: {len(candidates)} files match ({listed})"
+        return None, f"{quoted(target)} does not exist"
 
     def is_symbol(self, target: str) -> bool:
         return bool(_SYMBOL_RE.match(target)) and target.rsplit(".", 1)[-1].lower() not in self._extensions()
@@ -243,20 +245,22 @@ class Checker:
                 name = cite.target.rsplit(".", 1)[-1]
                 if self.tree.has_word(name):
                     return CheckedCitation(cite.text, True, resolved=f"symbol {cite.target}")
-                return CheckedCitation(cite.text, False, problem=f"symbol {cite.target}: {name} occurs nowhere in the tree")
+                return CheckedCitation(cite.text, False,
+                                       problem=f"symbol {quoted(cite.target)}: {quoted(name)} occurs nowhere in the tree")
             return CheckedCitation(cite.text, False, problem=problem)
         lines = self.tree.lines(path)
         if lines is None:
-            return CheckedCitation(cite.text, False, path, f"{path} is binary; it has no lines to cite")
+            return CheckedCitation(cite.text, False, path, f"{quoted(path)} is binary; it has no lines to cite")
         if cite.end < cite.start or not (1 <= cite.start and cite.end <= len(lines)):
             span = f"{cite.start}" if cite.start == cite.end else f"{cite.start}-{cite.end}"
-            return CheckedCitation(cite.text, False, path, f"{path}:{span} is out of range ({len(lines)} lines)")
+            return CheckedCitation(cite.text, False, path, f"{quoted(path)}:{span} is out of range ({len(lines)} lines)")
         if cite.quote:
             cited = _norm(" ".join(lines[cite.start - 1 : cite.end]))
             for q in cite.quote:
                 nq = _norm(q)
                 if nq and nq not in ("...", "…", "# ...", "// ...") and nq not in cited:
-                    return CheckedCitation(cite.text, False, path, f"the code quoted for {cite.text} is not on those lines: {q.strip()[:80]!r}")
+                    return CheckedCitation(cite.text, False, path, f"the code quoted for {quoted(cite.text)} is not on "
+                                           f"those lines: {quoted(q.strip(), 80)}")
         return CheckedCitation(cite.text, True, path)
 
     def check_text(self, cite_text: str) -> str | None:
@@ -265,7 +269,7 @@ class Checker:
         m = _BARE_RE.match(text)
         cites = [Citation(text, m.group("target"), int(m.group("start")), int(m.group("end") or m.group("start")))] if m else extract(text)
         if not cites:
-            return f"{cite_text!r} is not path:line"
+            return f"{quoted(cite_text)} is not path:line"
         checked = self.check(cites[0])
         return None if checked.ok else checked.problem
 

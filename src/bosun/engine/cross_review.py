@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.contract import Mode
 from bosun.core.errors import BosunError
+from bosun.core.quoting import quoted
 from bosun.engine import record
 from bosun.engine import review_findings as rf
 from bosun.engine.context import read_run_change
@@ -71,7 +72,8 @@ def review_once(ctx: RunContext, run: Run, task: TaskContract, checked: Checked,
     if read_run_change(run).tree != checked.tree:
         entry["status"], entry["error"] = rf.CHANGED_TREE, "the reviewer changed files in the worktree"
     elif not outcome.result.ok:
-        entry["error"] = f"the reviewer {outcome.result.status}: {outcome.result.error_message or 'no answer'}"
+        said = quoted(outcome.result.error_message, 300) if outcome.result.error_message else "no answer"
+        entry["error"] = f"the reviewer {outcome.result.status}: {said}"
     else:
         entry.update(rf.judge_answer(outcome.result.final_text, Path(run.worktree)))
     return _timed(entry, started)
@@ -84,14 +86,9 @@ def _timed(entry: dict[str, Any], started: float) -> dict[str, Any]:
 
 def priced(usage: Usage, settings: Settings, profile_name: str) -> float:
     """What a turn cost: as its CLI reported, else at the profile's prices."""
-    from bosun.engine.metrics import cost_usd
+    from bosun.engine.metrics import turn_cost
 
-    if usage.cost_usd is not None:
-        return round(float(usage.cost_usd), 6)
-    try:
-        return cost_usd(usage, settings.profile(profile_name).prices)
-    except BosunError:
-        return 0.0  # a profile gone from the config since the turn: its price is unknown, the tokens stay recorded
+    return turn_cost(usage, settings, profile_name)
 
 
 def add_round(run_id: str, doc: dict[str, Any], entry: dict[str, Any]) -> None:

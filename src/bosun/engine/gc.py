@@ -5,6 +5,10 @@ What goes, each only when it is provably bosun's and provably dead:
 * **finished runs' worktrees and branches** (integrated, reported, cancelled): through ``cleanup``,
   which takes the run lock (a live owner makes gc skip the run), saves the worker's leftover diff to
   ``final.patch`` and removes the worktree and its ``bosun/<id>`` branch;
+* **refused and failed runs nobody touched for ``--stale``** (rejected, failed, blocked; default a
+  day): discarded as ``bosun discard`` does (the diff saved first); a younger one is listed as kept,
+  with when it will go and how to remove it now. A verified run waits for a person and is never
+  collected;
 * **run directories** (records and logs) of cleaned runs older than ``--older-than`` that are not among
   the ``--keep`` newest; the run's row in the store stays (history, receipts);
 * **orphaned worktrees**: directories under ``$BOSUN_HOME/worktrees`` whose run is gone from the store or
@@ -16,7 +20,8 @@ What goes, each only when it is provably bosun's and provably dead:
 * **pool worktrees beyond the pool's size** (idle ones only: :mod:`bosun.isolation.pool`).
 
 A run is live when its state can still move on (anything but integrated, reported, cancelled or
-cleaned), when a live process holds its lock, or when the plan it belongs to is still running. Safe to
+cleaned, and a refused or failed run younger than ``--stale``), when a live process holds its lock,
+or when the plan it belongs to is still running. Safe to
 run from cron: each removal takes the run lock first, and a dry run removes nothing.
 """
 
@@ -38,7 +43,10 @@ from bosun.store.db import Store
 
 # Runs whose state can no longer move to anything that needs the worktree.
 FINISHED = frozenset({S.INTEGRATED, S.REPORTED, S.CANCELLED, S.CLEANED})
+# Runs that can still be revised or retried, but no longer land without someone acting.
+STALE_STATES = frozenset({S.REJECTED, S.FAILED, S.BLOCKED})
 DEFAULT_OLDER_THAN_S = 30 * 86400.0
+DEFAULT_STALE_S = 86400.0
 DEFAULT_KEEP = 20
 
 TYPE_CHECKING = False
@@ -108,6 +116,7 @@ def collect(
     keep: int = DEFAULT_KEEP,
     dry_run: bool = False,
     now: float | None = None,
+    stale_s: float = DEFAULT_STALE_S,
 ) -> GcResult:
     from bosun.store.worktrees import all_runs
 
@@ -116,7 +125,10 @@ def collect(
     runs = all_runs(store)
     by_id = {r.id: r for r in runs}
     for run in runs:
-        _finished_worktree(store, run, result)
+        if run.state in STALE_STATES:
+            _stale_worktree(store, run, now, stale_s, result)
+        else:
+            _finished_worktree(store, run, result)
     _orphan_worktrees(by_id, result)
     _orphan_checkouts(runs, by_id, result)
     _orphan_branches(store, runs, result)
@@ -165,6 +177,46 @@ def _finished_worktree(store: Store, run: Run, result: GcResult) -> None:
     result.removed.append(Removal("worktree", str(wt), size, run.id))
     if has_branch:
         result.removed.append(Removal("branch", f"{run.repo}:{run.branch}", 0, run.id))
+
+
+def _stale_worktree(store: Store, run: Run, now: float, stale_s: float, result: GcResult) -> None:
+    """A refused or failed run's worktree and branch: discarded once nobody touched the run for
+    ``stale_s``; before that, kept and said so (when it goes, how to remove it now)."""
+    from bosun.isolation.worktree import branch_exists
+
+    wt = Path(run.worktree)
+    has_branch = branch_exists(run.repo, run.branch) if Path(run.repo).is_dir() else False
+    if not (wt.exists() or has_branch):
+        return
+    if now - run.updated_at < stale_s:
+        left = _age(stale_s - (now - run.updated_at))
+        _skip(result, run.id, f"{run.state} {_age(now - run.updated_at)} ago: kept {left} more for a revise "
+                              f"(`bosun discard {run.id}` removes it now)")
+        return
+    if _lock_alive(run.id) or _plan_alive(store, run):
+        _skip(result, run.id, "a live process holds the run" if _lock_alive(run.id) else "its plan is still running")
+        return
+    size = disk_usage(wt) if _is_bosun_worktree(wt) and not run.data.pooled else 0
+    if not result.dry_run:
+        from bosun.engine.context import RunContext
+        from bosun.engine.teardown import discard
+
+        try:
+            discard(RunContext(store), run.id)
+        except BosunError as exc:
+            _skip(result, run.id, f"discard failed: {exc.message}")
+            return
+    result.removed.append(Removal("worktree", str(wt), size, run.id))
+    if has_branch:
+        result.removed.append(Removal("branch", f"{run.repo}:{run.branch}", 0, run.id))
+
+
+def _age(seconds: float) -> str:
+    """A duration in the largest whole unit: 40 min, 5 h, 3 d."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
 
 
 def _is_bosun_worktree(path: Path) -> bool:

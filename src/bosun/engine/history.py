@@ -108,6 +108,10 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
     transitions = store.transitions(run["id"], notes=False)
     started = transitions[0]["at"] if transitions else run["created_at"]
     finished = transitions[-1]["at"] if transitions and transitions[-1]["to_state"] not in _RUNNING else None
+    if finished is not None:
+        # When its work ended: what came after (a person's approval, integrate) is not the run's time.
+        finished = next((t["at"] for t in reversed(transitions) if t["from_state"] in _RUNNING), finished)
+    busy = active_seconds(transitions) if finished else None
     parent = metrics.get("parent") or {}
     red = [g for g in gates if not g.get("ok") and not g.get("waived")]
     attempts = store.attempts(run["id"])
@@ -116,7 +120,7 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
         "adapter": worker_adapter(run, attempts),
         "started_at": started,
         "ended_at": finished,
-        "duration_s": round(finished - started, 3) if finished else None,
+        "duration_s": busy,
         "input_tokens": int(usage.get("input_tokens") or 0) + review["input_tokens"],
         "output_tokens": int(usage.get("output_tokens") or 0) + review["output_tokens"],
         "worker_cost_usd": cost,
@@ -134,6 +138,17 @@ def facts(store: Store, run: dict[str, Any], prices: _Prices | None = None) -> d
 
 
 _RUNNING = ("prepared", "working", "worked")
+
+
+def active_seconds(transitions: list[dict[str, Any]]) -> float:
+    """How long bosun and the worker worked on the run: the time it spent preparing, working and being
+    verified (``prepared``, ``working``, ``worked``), every round of it summed. Time a verified run
+    waited for a person, or an approved one for ``integrate``, is not the run's duration."""
+    total = 0.0
+    for before, after in zip(transitions, transitions[1:], strict=False):
+        if before["to_state"] in _RUNNING:
+            total += after["at"] - before["at"]
+    return round(total, 3)
 
 
 def worker_adapter(run: dict[str, Any], attempts: list[dict[str, Any]]) -> str | None:
@@ -168,6 +183,8 @@ def run_cost(run: dict[str, Any], metrics: dict[str, Any], prices: _Prices) -> t
     prices (the receipt's figure when the run has one). The bool says whether the CLI reported it."""
     data = run.get("data") or {}
     usage = data.get("usage") or data.get("live_usage") or {}
+    if data.get("cost_usd") is not None:  # every turn the run took, as recorded with its usage
+        return float(data["cost_usd"]), usage.get("cost_usd") is not None
     if usage.get("cost_usd") is not None:
         return float(usage["cost_usd"]), True
     worker = metrics.get("worker") or {}

@@ -54,6 +54,15 @@ def record_landing(store: Store, run_id: str, landing: str | None, reverified: b
     store.merge_data(run_id, landing_commit=landing, reverified=reverified)
 
 
+def refused(ctx: RunContext, run: Run, exc: Conflict) -> None:
+    """A refused landing is recorded on the run (the branch did not move): `show`, `list` and the
+    dashboard say "landing refused" with the reason and what to do, not "approved"."""
+    import time
+
+    ctx.store.write(run, landing_refused={**exc.to_dict(), "at": time.time()})
+    ctx.store.note(run.id, f"integrate refused ({exc.code}): {exc.message[:200]}")
+
+
 def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool) -> None:
     run_id = run.id
     scratch = paths.run_dir(run_id) / "scratch"
@@ -66,15 +75,25 @@ def integrate_run(ctx: RunContext, run: Run, task: TaskContract, reverify: bool)
                        code="DIFF_CHANGED")
     # bosun's landings on this branch queue here: each one reads the tip it builds on only once the one
     # before it has moved the branch (engine/landing_queue.py).
-    with landing_queue.held(Path(run.repo), run.source_branch, run_id):
-        done = _landed_before(run)
-        if done is None:
-            found = _land(ctx, run, task, reverify, scratch)
-            done = (found.merged, found.landing)
+    try:
+        with landing_queue.held(Path(run.repo), run.source_branch, run_id):
+            done = _landed_before(run)
+            if done is None:
+                found = _land(ctx, run, task, reverify, scratch)
+                done = (found.merged, found.landing)
+    except Conflict as exc:
+        refused(ctx, run, exc)
+        raise
     merged, landing = done
     ctx.store.update_run(run_id, merged_commit=merged)
+    if run.data.landing_refused:
+        ctx.store.write(run, landing_refused=None)  # the refusal is history now (kept in the transitions)
     record_landing(ctx.store, run_id, landing, reverified=bool(reverify and task.verify))
     ctx.store.write(run, landing_pending=None)
+    if run.data.revert_of:
+        from bosun.engine.undo_record import revert_run_landed
+
+        revert_run_landed(ctx.store, run, landing)
     ctx.store.transition(run_id, states.APPROVED, states.INTEGRATED,
                          f"merged into {run.source_branch} at {merged[:12]}")
 

@@ -45,9 +45,12 @@ def work(
     with locks.run_lock(run_id):
         run = ctx.store.require_run(run_id)
         workable(run, resume)
-        with stopping(ctx, run):
-            phases.attempt(ctx, run, task or load_task(run_id), resume=resume, profile_name=profile_name,
-                           on_event=on_event)
+        try:
+            with stopping(ctx, run):
+                phases.attempt(ctx, run, task or load_task(run_id), resume=resume, profile_name=profile_name,
+                               on_event=on_event)
+        finally:
+            refresh_receipt(ctx, run_id)
         return ctx.store.require_run(run_id)
 
 
@@ -82,9 +85,23 @@ def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Ru
 
 def _verify_held(ctx: RunContext, run: Run, task: TaskContract | None = None) -> Run:
     task = task or load_task(run.id)
-    with stopping(ctx, run):
-        phases.review(ctx, run, task, phases.verify(ctx, run, task))  # a changed tree is reviewed again
+    try:
+        with stopping(ctx, run):
+            phases.review(ctx, run, task, phases.verify(ctx, run, task))  # a changed tree is reviewed again
+    finally:
+        refresh_receipt(ctx, run.id)  # a review's revise turns cost too
     return ctx.store.require_run(run.id)
+
+
+def refresh_receipt(ctx: RunContext, run_id: str) -> None:
+    """A receipt written before this verb (metrics.json, report.md) is written again: it counts every
+    worker turn the run took, so its cost (and the saving after it) covers the turns just taken."""
+    from bosun.core import paths
+    from bosun.engine import record
+    from bosun.engine.run_report import write_report
+
+    if (paths.run_dir(run_id) / record.METRICS).exists():
+        write_report(ctx, ctx.store.require_run(run_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,10 +131,8 @@ def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: 
             raise InvalidTransition(f"run {run_id} is already merged, as commit {merged[:12]}",
                                     f"nothing to do; `bosun show {run_id}` has its record")
         if run.state != states.APPROVED:
-            raise InvalidTransition(
-                f"run {run_id} is {run.state!r}; only an approved run can be integrated",
-                "`bosun approve` it first",
-            )
+            raise InvalidTransition(f"run {run_id} is {run.state!r}; only an approved run can be integrated",
+                                    not_approved_hint(run))
         from bosun.engine.approval import ensure_landable, ensure_may_land
 
         task = task or load_task(run_id)
@@ -128,6 +143,38 @@ def integrate(ctx: RunContext, run_id: str, reverify: bool | None = None, task: 
         integrate_run(ctx, run, task, do_reverify)
         clear_error(ctx.store, run_id)
         return ctx.store.require_run(run_id)
+
+
+def land(ctx: RunContext, run_id: str, reverify: bool | None = None, before_report: Any = None) -> Run:
+    """``integrate``, then ``report`` (which cleans up), under one hold of the run lock: the run is
+    never seen resting in ``integrated`` on its way to ``cleaned`` (``bosun watch``'s ``done``).
+    ``before_report`` runs between the two (the parent's review ends there)."""
+    with locks.run_lock(run_id):
+        integrate(ctx, run_id, reverify=reverify)
+        if before_report is not None:
+            before_report()
+        return report(ctx, run_id)
+def not_approved_hint(run: Run) -> str:
+    """What to do with a run integrate refused because nobody approved it: approve it only when its
+    verdict lets it land; a refused or failed one is revised or thrown away."""
+    from bosun.engine.verdict import NEEDS_REVIEW, of_run
+
+    rid = run.id
+    if run.state == states.VERIFIED:
+        judged = of_run(run)
+        if judged and judged["outcome"] == NEEDS_REVIEW:
+            return f"read the reasons (`bosun show {rid}`), then `bosun approve {rid}`; integrate lands it after"
+        return f"`bosun approve {rid}` first"
+    if run.state == states.REJECTED:
+        return (f"it was refused: `bosun show {rid}` says why; revise it with `bosun work {rid} --resume "
+                f"\"what to fix\"`, or `bosun discard {rid}`")
+    if run.state in (states.FAILED, states.BLOCKED):
+        return f"its worker did not finish: `bosun show {rid}` says why; `bosun work {rid}` tries again, or discard it"
+    if run.state == states.CANCELLED:
+        return f"it was cancelled; `bosun discard {rid}` removes it"
+    if run.state in (states.PREPARED, states.WORKING, states.WORKED, states.INTERRUPTED):
+        return f"it is not verified yet: `bosun show {rid}` says what it waits for"
+    return f"nothing to land: `bosun show {rid}` has its record"
 
 
 def report(ctx: RunContext, run_id: str) -> Run:

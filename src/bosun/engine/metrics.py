@@ -95,6 +95,18 @@ def cost_usd(usage: Usage, prices: Prices) -> float:
     return round(total, 6)
 
 
+def turn_cost(usage: Usage, settings: Any, profile_name: str) -> float:
+    """What one worker turn cost: as its CLI reported, else at its profile's prices (a ``Settings``)."""
+    from bosun.core.errors import BosunError
+
+    if usage.cost_usd is not None:
+        return round(float(usage.cost_usd), 6)
+    try:
+        return cost_usd(usage, settings.profile(profile_name).prices)
+    except BosunError:
+        return 0.0  # a profile gone from the config since the turn: its price is unknown, the tokens stay recorded
+
+
 def added_lines(diff_text: str) -> str:
     return "\n".join(
         line[1:] for line in diff_text.splitlines() if line.startswith("+") and not line.startswith("+++")

@@ -84,10 +84,10 @@ def _bell() -> str:
 
 def headline(run: Run, verdict: Mapping[str, Any] | None) -> str:
     """What a notification says first: the verdict as every surface says it, then the state."""
-    from bosun.core.states import shown_state
+    from bosun.core.states import shown_label
     from bosun.engine.verdict import one_line
 
-    state = shown_state(run.state, run.merged_commit)
+    state = shown_label(run.state, run.merged_commit, run.data.to_dict())
     return f"bosun: {one_line(verdict)}" if verdict else f"bosun: {state}"
 
 

@@ -123,7 +123,8 @@ def prepare(
             view = make_worktree(ctx.store, settings, task, repo, run)
         except BosunError as exc:
             reason = f"worktree creation failed: {exc.message}"
-            raise RunStopped(states.FAILED, BosunError(reason, "", code="FAILED"), reason, cause=exc) from exc
+            hint = exc.hint or "check the repository (`git worktree list`) and the free disk space, then delegate again"
+            raise RunStopped(states.FAILED, BosunError(reason, hint, code="FAILED"), reason, cause=exc) from exc
     ctx.store.write(run, view_objects=str(view.objects))
     return ctx.store.reload(run)  # the worktree's set-up recorded its environment and ports
 
@@ -210,14 +211,30 @@ def _starts_afresh(ctx: RunContext, run: Run) -> None:
     run.data.error = run.data.cancel_requested = run.data.acknowledged = None
 
 
+def spent_before(ctx: RunContext, run: Run) -> float:
+    """What the run's earlier turns cost: recorded, or (a run recorded before costs were) its usage so
+    far priced at its profile's prices."""
+    from bosun.engine.metrics import turn_cost
+    from bosun.workers.base import Usage
+
+    if run.data.cost_usd is not None:
+        return float(run.data.cost_usd)
+    if not run.data.usage or not run.profile:
+        return 0.0
+    return turn_cost(Usage.from_event(run.data.usage), ctx.settings(Path(run.repo)), run.profile)
+
+
 def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:
+    from bosun.engine.metrics import turn_cost
     from bosun.workers.base import Usage
 
     res = outcome.result
-    # The run's usage is every worker turn it took: a revise adds to what the first attempt spent.
+    # The run's usage is every worker turn it took: a revise adds to what the first attempt spent, and
+    # so does its cost, each turn priced at the prices of the profile that ran it.
     usage = Usage.from_event(run.data.usage or {})
     usage.add(outcome.usage)
-    data: dict[str, Any] = {"worker": res.to_dict(), "usage": usage.to_dict(), "bosun_pid": None}
+    cost = round(spent_before(ctx, run) + turn_cost(outcome.usage, ctx.settings(Path(run.repo)), outcome.profile), 6)
+    data: dict[str, Any] = {"worker": res.to_dict(), "usage": usage.to_dict(), "cost_usd": cost, "bosun_pid": None}
     if res.session_id:
         ctx.store.set_columns(run, session_id=res.session_id, profile=outcome.profile)
     else:
@@ -241,6 +258,16 @@ def _finish_attempt(ctx: RunContext, run: Run, outcome: Outcome) -> None:
 # 3. verify
 
 
+def _uncommitted_overlap(run: Run, checked: Checked) -> dict[str, Any] | None:
+    """The user's uncommitted files the change touches, in the checkout of its branch, seen now:
+    `integrate` would refuse them, so the result warns before anyone approves (`OVERLAPS_UNCOMMITTED`)."""
+    from bosun.isolation.user_branch import uncommitted_overlap
+
+    if checked.failed or not checked.files_changed:
+        return None
+    return uncommitted_overlap(run.repo, run.source_branch, run.start_commit, checked.tree)
+
+
 def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
     """The verify phase (:mod:`bosun.engine.checking`) on the worked run the verb holds, recorded: the
     run ends ``verified`` when every gate is green; else the phase raises ``RunStopped`` (rejected)."""
@@ -254,12 +281,12 @@ def verify(ctx: RunContext, run: Run, task: TaskContract) -> Checked:
                                            "diff_sha256": checked.diff_sha256, "tree": checked.tree})
     ctx.store.set_columns(run, diff_sha256=checked.diff_sha256, files_changed=checked.files_changed)
     ctx.store.write(run, verification_passed=checked.verification["passed"], gates_ok=not checked.failed,
-                    verified_tree=checked.tree)
+                    verified_tree=checked.tree, uncommitted_overlap=_uncommitted_overlap(run, checked))
     forget_acknowledgment(ctx.store, run_id)  # given for the change before this one
     run.data.acknowledged = None
     if checked.failed:
         raise RunStopped(states.REJECTED, BosunError(
-            "rejected by " + ", ".join(checked.failed),
+            "refused by " + ", ".join(checked.failed),
             f"`bosun show {run_id}` explains each gate; revise with `bosun work {run_id} --resume "
             "\"what to fix\"`; if a verify command itself is wrong, fix the task and delegate it again",
             code="GATES_FAILED"), "gates failed: " + ", ".join(checked.failed), raises=False)

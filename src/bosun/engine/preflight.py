@@ -67,8 +67,10 @@ def check_task(
     settings: Settings | None = None,
     check_base: bool = True,
     overrides: dict[str, Any] | None = None,
+    probe: bool = False,
 ) -> Preflight:
-    """Every pre-flight check for one task; never raises for a problem it can report."""
+    """Every pre-flight check for one task; never raises for a problem it can report. ``probe`` also
+    tries the chosen profile's endpoint (`bosun check --probe`)."""
     from bosun.core.config import load_settings
     from bosun.engine.routing import choose_profile
     from bosun.isolation.git import repo_root, resolve_commit
@@ -96,8 +98,22 @@ def check_task(
     if pf.choice is not None:
         pf.problems += profile_problems(pf.choice.profile)
         pf.problems += review_problems(task, pf.settings, pf.choice.profile)
+        if probe:
+            pf.problems += endpoint_problems(pf.choice.profile)
     pf.problems += verify_problems(task, pf.repo, pf.base)
     return pf
+
+
+def endpoint_problems(profile: Profile) -> list[Problem]:
+    """The profile's endpoint answers (asked for: `--probe`)."""
+    from bosun.workers.endpoint import probe
+
+    problem = probe(profile.base_url) if profile.base_url else None
+    if problem is None:
+        return []
+    return [Problem("ENDPOINT_UNREACHABLE", f"profile {profile.name}: {problem}",
+                    f"start the server at {profile.base_url}, or fix base_url in [profiles.{profile.name}] "
+                    "of bosun.toml")]
 
 
 def profile_problems(profile: Profile) -> list[Problem]:
@@ -165,26 +181,40 @@ def verify_problems(task: TaskContract, repo: Path, base: str | None) -> list[Pr
                                     "cwd is relative to the repository root; fix it in the task file"))
             continue
         program = _program(cmd)
-        path_env = cmd.env.get("PATH") or os.environ.get("PATH", "")
+        given = cmd.env.get("PATH") or os.environ.get("PATH", "")
+        # As the verify command will see it: relative entries would find programs in the worktree.
+        path_env = os.pathsep.join(p for p in given.split(os.pathsep) if os.path.isabs(p))
         if program is None or _resolvable(program, repo, base, cwd, path_env):
             missing = _missing_module(cmd, program, repo, cwd, path_env) if program else None
             if missing:
+                module, close = missing
+                install = f"`{program} -m pip install {module}`"
+                hint = (f"did you mean `{program} -m {close}`? fix the verify command in the task file (if {module} "
+                        f"is a module you need, install it for that interpreter: {install})" if close else
+                        f"install it for that interpreter ({install}), or name another interpreter in the "
+                        "verify command")
                 problems.append(Problem(
-                    "VERIFY_MODULE_MISSING", f"verify command `{shown}`: {program} cannot import {missing!r}",
-                    f"install it for that interpreter (`{program} -m pip install {missing}`), or name another "
-                    "interpreter in the verify command; no worker was run, nothing was created"))
+                    "VERIFY_MODULE_MISSING", f"verify command `{shown}`: {program} cannot import {module!r}",
+                    hint + "; no worker was run, nothing was created"))
             continue
         close = _close_programs(program, path_env)
         hint = f"did you mean `{close}`? " if close else ""
+        in_repo = os.pathsep.join(p if os.path.isabs(p) else str(repo / (cwd or "") / p) for p in given.split(os.pathsep))
+        if path_env != given and "/" not in program and _resolvable(program, repo, base, cwd, in_repo):
+            hint += ("bosun ignores relative PATH entries (in a worktree they would run the worker's files): "
+                     "name the program by its path in the verify command, or put its directory on PATH as an "
+                     "absolute path; ")
         hint += "fix the verify command in the task file (no worker was run, nothing was created)"
         problems.append(Problem("VERIFY_NOT_FOUND", f"verify command `{shown}`: program {program!r} not found", hint))
     return problems
 
 
-def _missing_module(cmd: VerifyCommand, program: str, repo: Path, cwd: str | None, path_env: str) -> str | None:
-    """For ``python -m MODULE``: MODULE when that interpreter cannot find it (``pytest`` not installed,
-    a typo), asked of the interpreter itself in one quick process. A module the repository itself holds
-    (at its root, under ``src/`` or the command's directory) is left to the run: the worker may make it."""
+def _missing_module(cmd: VerifyCommand, program: str, repo: Path, cwd: str | None,
+                    path_env: str) -> tuple[str, str | None] | None:
+    """For ``python -m MODULE``: ``(MODULE, the closest module that interpreter has)`` when it cannot find
+    MODULE (``pytest`` not installed, a typo: ``pytset`` -> ``pytest``), asked of the interpreter itself in
+    one quick process. A module the repository itself holds (at its root, under ``src/`` or the command's
+    directory) is left to the run: the worker may make it."""
     argv = cmd.run if not cmd.shell else shlex.split(cmd.run[0])
     if len(argv) < 3 or argv[1] != "-m" or not os.path.basename(program).startswith("python"):
         return None
@@ -198,14 +228,22 @@ def _missing_module(cmd: VerifyCommand, program: str, repo: Path, cwd: str | Non
         return None
     from bosun.proc import run_quick
 
+    # Not found: the top-level module names it has that are close to the one asked for, one a line.
     probe = ("import importlib.util, sys\ntry:\n    found = importlib.util.find_spec(sys.argv[1])\n"
-             "except ImportError:\n    found = None\nsys.exit(0 if found else 3)")
+             "except ImportError:\n    found = None\nif not found:\n"
+             "    import difflib, pkgutil\n"
+             "    names = {m.name for m in pkgutil.iter_modules()} | set(sys.builtin_module_names)\n"
+             "    print('\\n'.join(difflib.get_close_matches(sys.argv[1].split('.')[0], names, 1, 0.75)))\n"
+             "sys.exit(0 if found else 3)")
     env = {**os.environ, **cmd.env, "PATH": path_env}
     try:
         res = run_quick([exe, "-c", probe, module], cwd=repo / (cwd or "."), env=env, timeout=10)
     except Exception:  # noqa: BLE001 - an interpreter that cannot even be asked is the run's to report
         return None
-    return module if res.returncode == 3 else None
+    if res.returncode != 3:
+        return None
+    close = res.stdout.strip().splitlines()
+    return module, (close[0] + module[len(top):] if close else None)
 
 
 def _program(cmd: VerifyCommand) -> str | None:

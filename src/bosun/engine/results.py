@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.core.quoting import untrusted_fields
 from bosun.engine.review_record import compact as compact_review
 from bosun.engine.review_record import read as read_review
 
@@ -66,7 +67,8 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         ],
         "verification": _verification(verification),
         "usage": data.usage,
-        "cost_usd": (metrics.get("worker") or {}).get("cost_usd"),
+        # Every worker turn the run took (recorded with its usage); a run recorded before that: its receipt's.
+        "cost_usd": data.cost_usd if data.cost_usd is not None else (metrics.get("worker") or {}).get("cost_usd"),
         "merged_commit": run.merged_commit,
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
@@ -79,6 +81,12 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         result["citations"] = {k: citations.get(k) for k in ("checked", "valid", "invalid", "backed")}
     if data.read_only_violation:
         result["read_only_violation"] = data.read_only_violation
+    warnings = landing_warnings(run)
+    if warnings:
+        # What stands in the way of landing a change the verdict would let land.
+        result["warnings"] = warnings
+    if data.landing_refused and run.state == "approved":
+        result["landing_refused"] = data.landing_refused
     if data.sandbox:
         # What the kernel enforced for this run's worker: {mechanism, abi, network, containment}.
         result["sandbox"] = data.sandbox
@@ -97,6 +105,8 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
     if not brief:
         result["savings"] = metrics.get("parent")
         result["final_message"] = (data.worker or {}).get("final_text")
+    # Which of these fields hold text a worker wrote (core/quoting.py): data for the parent, never orders.
+    result["untrusted_fields"] = untrusted_fields(result)
     return result  # type: ignore[return-value]  # built in key order (verdicts first), shaped as RunResult
 
 
@@ -139,8 +149,11 @@ def _verification(doc: dict[str, Any] | None) -> dict[str, Any] | None:
         ],
         # The fail-to-pass proof (see engine/baseline.py): None when no baseline was taken.
         "proven": doc.get("proven"),
+        "proven_by": doc.get("proven_by"),  # task_tests | own_tests (engine/proof.py)
         "proof": doc.get("proof"),
         "fail_to_pass": doc.get("fail_to_pass"),
+        # The worker's tests that fail on the start tree's code: their source is the worker's text.
+        "own_tests": doc.get("own_tests"),
         "pass_to_fail": doc.get("pass_to_fail"),
         "baseline": _baseline(doc.get("baseline")),
     }
@@ -157,10 +170,30 @@ def _baseline(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def landing_warnings(run: Run) -> list[dict[str, str]]:
+    """``[{code, message, hint}]``: what would stop ``integrate``, seen when bosun verified the change
+    (the user's uncommitted edits in files it touches), while the run has not landed."""
+    overlap = run.data.uncommitted_overlap
+    if not overlap or run.merged_commit or run.state not in ("verified", "approved"):
+        return []
+    files = ", ".join(overlap["paths"][:5]) + (f" and {len(overlap['paths']) - 5} more" if len(overlap["paths"]) > 5 else "")
+    return [{"code": "OVERLAPS_UNCOMMITTED",
+             "message": f"when bosun verified this change, you had uncommitted edits in files it changes ({files}, "
+                        f"in {overlap['checkout']}): integrate refuses to land it over them",
+             "hint": f"commit or stash your edits in {files} first, then `bosun approve {run.id}` and "
+                     f"`bosun integrate {run.id}`"}]
+
+
 def list_item(run: Run) -> dict[str, Any]:
+    from bosun.core.states import shown_commit, shown_state
+
+    data = run.data.to_dict()
     return {
         "id": run.id,
         "state": run.state,
+        # What the run is (core/states.py): landed, merged, reverted, discarded, landing refused, or its state.
+        "shown_state": shown_state(run.state, run.merged_commit, data),
+        "shown_commit": shown_commit(run.state, run.merged_commit, data),
         "title": run.title,
         "profile": run.profile,
         "files_changed": run.files_changed,

@@ -12,10 +12,15 @@ was verified is never a pass:
 - open findings at the task's ``block_on`` or worse: ``CROSS_REVIEW_BLOCKED`` (refused);
 - the read-only reviewer changed the tree: ``CROSS_REVIEW_CHANGED_TREE`` (refused).
 
+A review that read the verified tree and left none of these is *cleared* (:func:`review_cleared`):
+it stands for the person who would otherwise read the worker's own tests (``OWN_TESTS_PROOF``).
+
 Kept free of pydantic and of the engine's heavy modules: ``bosun show`` loads it.
 """
 
 from __future__ import annotations
+
+from bosun.core.quoting import quoted
 
 TYPE_CHECKING = False  # not typing's: the fast CLI paths avoid importing typing
 if TYPE_CHECKING:
@@ -64,6 +69,21 @@ def review_outcome(config: Mapping[str, Any] | None, record: Mapping[str, Any] |
     return refusals, reasons
 
 
+def review_cleared(config: Mapping[str, Any] | None, record: Mapping[str, Any] | None,
+                   verified_tree: str | None) -> bool:
+    """A configured cross-review read exactly the verified tree, answered, and left nothing for the
+    verdict: no refusal, no reason (P2/P3 findings alone do not hold a change back)."""
+    if not config or not config.get("profile") or not config.get("rounds"):
+        return False
+    rounds = list((record or {}).get("rounds") or [])
+    if not rounds or not verified_tree or rounds[-1].get("tree") != verified_tree:
+        return False
+    if rounds[-1].get("status") not in ("clean", "findings"):
+        return False
+    refusals, reasons = review_outcome(config, record, verified_tree)
+    return not refusals and not reasons
+
+
 def at_least(findings: list[dict[str, Any]], severity: str) -> list[dict[str, Any]]:
     """Findings of ``severity`` or worse (P0 is the worst)."""
     limit = SEVERITIES.index(severity)
@@ -79,11 +99,12 @@ def _rounds(n: int) -> str:
 
 
 def where(f: Mapping[str, Any]) -> str:
-    """A finding's ``path:line`` as every surface writes it."""
-    path = f.get("path") or "(no path)"
-    return f"{path}:{f['line']}" if f.get("line") else str(path)
+    """A finding's ``path:line`` as every surface writes it (the path is the reviewer's: quoted)."""
+    path = quoted(f["path"]) if f.get("path") else "(no path)"
+    return f"{path}:{f['line']}" if f.get("line") else path
 
 
 def _list(findings: list[dict[str, Any]]) -> str:
-    shown = "; ".join(f"{f.get('severity')} {where(f)} {str(f.get('claim') or '')[:120]}" for f in findings[:3])
+    """Up to three findings for a sentence: each claim is the reviewer's text, quoted."""
+    shown = "; ".join(f"{f.get('severity')} {where(f)} {quoted(f.get('claim') or '')}" for f in findings[:3])
     return shown + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")

@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core import paths
 from bosun.core.fileio import read_json, write_json_atomic, write_text_atomic
-from bosun.core.states import shown_state
+from bosun.core.outcomes import command_passed
+from bosun.core.quoting import quoted
+from bosun.core.states import shown_label
 from bosun.engine import record
 from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
 from bosun.engine.results import run_result
 from bosun.engine.verdict import one_line
-from bosun.parents.meter import measured_receipt
+from bosun.parents.meter import measured_receipt, read_again
 from bosun.workers.base import Usage
 
 if TYPE_CHECKING:
@@ -65,12 +67,14 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         prices = settings.profile(run.profile).prices
     except Exception:  # noqa: BLE001 - a profile removed from config since the run: price unknown
         prices = None
-    worker_cost = cost_usd(usage, prices) if prices else 0.0
+    # Every turn the run took, each priced at its own profile's prices when it ran (a fallback's
+    # turns cost what that profile costs); a run recorded before that: its usage at its profile's.
+    worker_cost = float(data.cost_usd) if data.cost_usd is not None else cost_usd(usage, prices) if prices else 0.0
     diff_path = rdir / record.DIFF
     diff_text = diff_path.read_text("utf-8", "replace") if diff_path.exists() else ""
+    from bosun.engine.history import active_seconds
+
     transitions = ctx.store.transitions(run.id, notes=False)
-    started = transitions[0]["at"] if transitions else run.created_at
-    ended = transitions[-1]["at"] if transitions else time.time()
     result = run_result(run, brief=True)
     returned = json.dumps(result, separators=(",", ":"))
     review = rr.read(run.id)
@@ -86,7 +90,8 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
         "verdict": result["verdict"],
         "verdict_line": one_line(result["verdict"]),
         "profile": run.profile,
-        "duration_s": round(ended - started, 3),
+        # Working time (engine/history.active_seconds): not the time it waited for a person.
+        "duration_s": active_seconds(transitions),
         "worker": {
             "usage": usage.to_dict(),
             "cost_usd": worker_cost,
@@ -104,6 +109,7 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
 
 
 def write_report(ctx: RunContext, run: Run) -> dict[str, Any]:
+    read_again(ctx.store, run)  # the parent's window, pending when its review ended, may be complete now
     rdir = paths.run_dir(run.id)
     metrics = build_metrics(ctx, run)
     write_json_atomic(rdir / record.METRICS, metrics)
@@ -113,6 +119,15 @@ def write_report(ctx: RunContext, run: Run) -> dict[str, Any]:
     return metrics
 
 
+def reread_parent(ctx: RunContext, run: Run) -> bool:
+    """The receipt is being read: a parent window still pending is read again, and the receipt written
+    anew once it is complete. True when it was."""
+    if not read_again(ctx.store, run):
+        return False
+    write_report(ctx, run)
+    return True
+
+
 def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     rdir = paths.run_dir(run.id)
     gates = (read_json(rdir / record.GATES, {}) or {}).get("gates", [])
@@ -120,7 +135,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     lines = [f"# bosun run {run.id}: {run.title}", ""]
     lines.append(f"- verdict: **{metrics.get('verdict_line') or one_line(None)}**")
     lines += [f"  - {r['code']}: {r['sentence']}" for r in (metrics.get("verdict") or {}).get("reasons") or []]
-    lines.append(f"- state: **{shown_state(run.state, run.merged_commit)}**")
+    lines.append(f"- state: **{shown_label(run.state, run.merged_commit, run.data.to_dict())}**")
     lines.append(f"- profile: {run.profile} ({run.profile_reason or ''})")
     lines.append(f"- source: {run.source_branch} @ {run.base[:12]}; worktree branch {run.branch}")
     merged = run.merged_commit
@@ -135,7 +150,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     if not verification.get("commands"):
         lines.append("No verify commands: nothing was checked.")
     for c in verification.get("commands", []):
-        mark = "PASS" if c.get("exit_code") == 0 and not c.get("timed_out") else "FAIL"
+        mark = "PASS" if command_passed(c) else "FAIL"
         lines.append(f"- {mark} `{' '.join(c['argv'])}` exit {c.get('exit_code')} in {c.get('duration_s')}s")
     if verification.get("proof"):
         lines.append(f"- proof: {verification['proof']}")
@@ -189,9 +204,9 @@ def review_markdown(doc: dict[str, Any] | None) -> list[str]:
 
 def finding_markdown(f: dict[str, Any]) -> str:
     """``P1 src/calc.py:2: claim (fix: ...)``, marked when the cited line is not in the tree."""
-    text = f"{f.get('severity')} {rr.where(f)}: {f.get('claim')}"
+    text = f"{f.get('severity')} {rr.where(f)}: {quoted(f.get('claim') or '', 1000)}"
     if f.get("suggested_fix"):
-        text += f" (fix: {f['suggested_fix']})"
+        text += f" (fix: {quoted(f['suggested_fix'], 1000)})"
     if f.get("citation"):
         text += f" **[citation invalid: {f['citation']}]**"
     return text

@@ -56,6 +56,10 @@ def cleanup(ctx: RunContext, run_id: str, force: bool = False) -> Run:
             shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "view.git", ignore_errors=True)
         shutil.rmtree(paths.run_dir(run_id) / "baseline", ignore_errors=True)
+        own_wt = verify_worktree(paths.run_dir(run_id) / "own-tests")
+        if own_wt.exists():  # the own-tests run bosun was killed in the middle of
+            remove_worktree(Path(run.repo), own_wt, None, delete_branch=False)
+        shutil.rmtree(paths.run_dir(run_id) / "own-tests", ignore_errors=True)
         ctx.store.transition(run_id, run.state, states.CLEANED, "worktree and branch removed")
         return ctx.store.require_run(run_id)
 
@@ -170,10 +174,13 @@ def discard(ctx: RunContext, run_id: str) -> Run:
     run = ctx.store.require_run(run_id)
     if run.state in (states.INTEGRATED, states.REPORTED):
         raise BadInput(f"run {run_id} is already integrated; nothing to discard", "use `bosun cleanup`")
-    if run.state not in (states.CANCELLED, states.CLEANED):
-        cancel(ctx, run_id)
-    run = cleanup(ctx, run_id, force=True)
-    clear_error(ctx.store, run_id)  # discarded on purpose: nothing is wrong with the run now
+    if run.state == states.WORKING:
+        cancel(ctx, run_id)  # the process working it records the cancellation, then lets go of it
+    with locks.run_lock(run_id):  # held from cancelled to cleaned: the run does not rest in between
+        if ctx.store.require_run(run_id).state not in (states.CANCELLED, states.CLEANED):
+            cancel(ctx, run_id)
+        cleanup(ctx, run_id, force=True)
+        clear_error(ctx.store, run_id)  # discarded on purpose: nothing is wrong with the run now
     return ctx.store.require_run(run_id)
 
 

@@ -6,13 +6,14 @@ it landed on (:func:`bosun.engine.undo_git.three_way`), committed on that tip. E
 before anything changes: an unknown run, a run that never landed or was reverted already, a branch
 that is gone or no longer holds the landing, later commits that touch the same lines (named, short sha
 and subject), and the user's uncommitted files where the revert would write. The branch then moves as
-integration moves it (:func:`bosun.engine.undo_git.move_branch`); nothing is pushed.
+integration moves it (:func:`bosun.isolation.user_branch.move_branch`); nothing is pushed.
 
 ``--onto-worktree`` makes the revert a new run instead: prepared like any run from the branch's tip,
 its worktree holding the revert (with conflict markers where later commits touched the same lines),
 then verified like any run, so a person reads it and lands it through ``approve`` and ``integrate``.
 
-The record: ``reverted`` on the run (this module is its one writer), ``revert_of`` on a revert run, an
+The record: ``reverted`` on the run (through ``engine/undo_record.py``, which also names the commit when
+a revert run lands), ``revert_of`` on a revert run, an
 event in each run's ``events.jsonl`` and a note in the run's transition history (its state stays: a
 revert is something that happened to the branch after the run ended, not a step of the run).
 """
@@ -27,14 +28,8 @@ from bosun.core import paths
 from bosun.core.errors import BadInput, BosunError, Conflict, InvalidTransition
 from bosun.engine import locks, record
 from bosun.engine.stops import RunStopped, stopping
-from bosun.engine.undo_git import (
-    branch_head,
-    commit_on,
-    commits_touching,
-    move_branch,
-    refuse_overlap,
-    three_way,
-)
+from bosun.engine.undo_git import branch_head, commit_on, commits_touching, three_way
+from bosun.engine.undo_record import mark_reverted
 
 if TYPE_CHECKING:
     from bosun.engine.context import RunContext
@@ -119,11 +114,13 @@ def _land_revert(ctx: RunContext, run: Run, landing: str, head: str, tree: str) 
     if tree == tree_of(repo, head):
         raise BadInput(f"{branch} no longer has any of run {run.id}'s change: the revert would change nothing",
                        "nothing to undo; `git log` shows what removed it", code="NOTHING_TO_REVERT")
+    from bosun.isolation.user_branch import move_branch
+
     commit = commit_on(repo, tree, head, message(run, landing))
-    checked_out = refuse_overlap(repo, branch, head, commit)
-    move_branch(repo, branch, head, commit, checked_out, f"bosun: revert run {run.id}")
+    move_branch(repo, branch, head, commit, message=f"bosun: revert run {run.id}",
+                again=f"run `bosun revert {run.id}` again")
     done = {"commit": commit, "branch": branch, "landing": landing, "at": time.time()}
-    ctx.store.write(run, reverted=done)
+    mark_reverted(ctx.store, run, done)
     _event(run.id, "reverted", commit=commit, branch=branch, landing=landing)
     ctx.store.note(run.id, f"reverted on {branch} by {commit[:12]}")
     return {"run": ctx.store.require_run(run.id), "revert": done, "revert_run": None}
@@ -173,7 +170,7 @@ def _onto_worktree(ctx: RunContext, run: Run, landing: str, head: str) -> dict[s
     ctx.store.move(new, states.WORKED, f"revert of {landing[:12]} written"
                    + (f"; conflicts marked in {', '.join(conflicts[:5])}" if conflicts else ""))
     done = {"run": new.id, "branch": branch, "landing": landing, "at": time.time()}
-    ctx.store.write(run, reverted=done)
+    mark_reverted(ctx.store, run, done)
     _event(run.id, "revert_prepared", run=new.id, branch=branch, landing=landing)
     ctx.store.note(run.id, f"revert prepared as run {new.id}")
     checked = verify(ctx, new.id, task)
@@ -192,7 +189,8 @@ def _revert_run_hint(new: Run) -> str | None:
         return None
     if codes(judged) == ["TEST_WEAKENED"]:
         return (f"the revert removes tests the reverted run added; if that is all, `bosun approve {new.id} "
-                "--waive TEST_WEAKENED --reason \"the revert removes the tests the run added\"` lands it")
+                "--waive TEST_WEAKENED --reason \"the revert removes the tests the run added\"` approves it, and "
+                f"`bosun integrate {new.id}` lands it")
     return f"`bosun show {new.id}` explains each refusal; fix the revert with `bosun work {new.id} --resume \"...\"`"
 
 

@@ -1,11 +1,9 @@
 """The git side that ``revert`` and ``apply`` share: a three-way merge of trees without a work tree,
-the later commits that touch what conflicts, and moving a branch the way integration does.
+and the later commits that touch what conflicts. The branch then moves the way integration moves it,
+through ``isolation/user_branch.py`` (the one place a user's branch moves).
 
-Invariant: nothing here touches the user's index, stash, work tree or refs except :func:`move_branch`,
-which (like integration) fast-forwards a checked-out branch with a two-way ``read-tree -m -u`` (local
-changes in other files survive, staged stays staged) after refusing, naming the files, when the user's
-uncommitted files overlap what would change; a branch that is not checked out only has its ref moved,
-compare-and-swap. Every other object written is a commit no ref points at. Nothing is pushed.
+Invariant: nothing here touches the user's index, stash, work tree or refs; every object written is a
+commit no ref points at. Nothing is pushed.
 
 ``git merge-tree --write-tree`` (git 2.38) picks the merge base from the commits' history, and
 ``--merge-base`` needs git 2.40; so a merge of three arbitrary trees is done on three throwaway
@@ -67,54 +65,3 @@ def branch_head(repo: Path, branch: str) -> str:
         raise BadInput(f"no branch named {branch!r} in {repo}", f"name one of the branches there: {shown}",
                        code="UNKNOWN_BRANCH")
     return resolve_commit(repo, f"refs/heads/{branch}")
-
-
-def refuse_overlap(repo: Path, branch: str, head: str, new: str) -> bool:
-    """Whether ``branch`` is checked out here; when it is, refuse if the user's uncommitted files
-    overlap what moving it from ``head`` to ``new`` changes. A branch checked out in another worktree
-    is refused: moving its ref would leave that work tree behind."""
-    from bosun.isolation.landing import changed_between, checked_out_branch
-    from bosun.isolation.snapshot import uncommitted_paths
-
-    if checked_out_branch(repo) != branch:
-        elsewhere = _checked_out_elsewhere(repo, branch)
-        if elsewhere:
-            raise Conflict(f"branch {branch!r} is checked out in another worktree: {elsewhere}",
-                           f"run this from {elsewhere}, or switch that worktree to another branch first",
-                           code="BRANCH_CHECKED_OUT")
-        return False
-    overlap = sorted(uncommitted_paths(repo) & changed_between(repo, head, new))
-    if overlap:
-        raise Conflict(
-            "your uncommitted changes overlap the files this would change: " + ", ".join(overlap[:5]),
-            "commit or stash those files yourself, then run this again", code="OVERLAPS_UNCOMMITTED")
-    return True
-
-
-def _checked_out_elsewhere(repo: Path, branch: str) -> str | None:
-    import os
-
-    from bosun.isolation.git import git
-
-    here = os.path.realpath(repo)
-    path = None
-    for line in git(["worktree", "list", "--porcelain"], repo).stdout.splitlines():
-        if line.startswith("worktree "):
-            path = line[len("worktree "):]
-        elif line == f"branch refs/heads/{branch}" and path and os.path.realpath(path) != here:
-            return path
-    return None
-
-
-def move_branch(repo: Path, branch: str, head: str, new: str, checked_out: bool, message: str) -> None:
-    """``branch`` from ``head`` to its child ``new``: fast-forwarded like integration when it is checked
-    out (``refuse_overlap`` said so), else only its ref, compare-and-swap."""
-    from bosun.isolation.git import git
-    from bosun.isolation.worktree import fast_forward_user_branch
-
-    if checked_out:
-        fast_forward_user_branch(repo, branch, head, new, message=message)
-        return
-    moved = git(["update-ref", "-m", message, f"refs/heads/{branch}", new, head], repo, check=False)
-    if moved.returncode != 0:
-        raise Conflict(f"branch {branch!r} moved while bosun was working", "run this again on its new tip")

@@ -5,10 +5,13 @@ Every run that has been judged ends in exactly one of three outcomes:
 - **landable**: verified, proven (or the task says ``proof: not-required``), nothing for review. Only
   these land without a person: ``--auto-approve``, MCP ``delegate(auto_approve=true)`` and plans.
 - **needs_review**: verified, but a person must say yes. It carries its reasons, each a stable code
-  and one sentence: not verified (no verify commands), not proven, changed expected values or test
-  data, ``tests: rewrite`` findings, a self-review's findings, waived gates, permitted locked paths.
+  and one sentence: not verified (no verify commands), not proven, proven only by the worker's own
+  tests (``OWN_TESTS_PROOF``: the one reason a cross-review that read the verified change and left
+  nothing open clears), own tests that prove nothing (``OWN_TESTS_TRIVIAL``), changed expected values
+  or test data, ``tests: rewrite`` findings, a self-review's findings, waived gates, permitted locked
+  paths.
   ``bosun approve`` (a person), ``approve --yes`` (a script, recorded) or MCP ``approve`` naming every
-  code in ``acknowledge`` (the parent, recorded) lands it.
+  code in ``acknowledge`` (the parent, recorded) approves it; ``integrate`` then lands it.
 - **refused**: something is wrong: a red gate, failed verification, a worker that failed, was blocked
   or was cancelled, records that disagree with the verified tree.
 
@@ -34,6 +37,8 @@ OUTCOMES = (LANDABLE, NEEDS_REVIEW, REFUSED)
 
 NOT_VERIFIED = "NOT_VERIFIED"
 NOT_PROVEN = "NOT_PROVEN"
+OWN_TESTS_PROOF = "OWN_TESTS_PROOF"
+OWN_TESTS_TRIVIAL = "OWN_TESTS_TRIVIAL"
 WAIVED = "WAIVED"
 
 # States in which no verdict exists yet: the run has not been judged.
@@ -81,7 +86,7 @@ def decide(
     the contract as JSON (task.json's ``task``); ``cross_review`` is the run's cross_review.json, read
     from the run directory unless given, so no caller can judge a run without its review."""
     from bosun.engine.review_record import read as read_review
-    from bosun.engine.review_verdict import review_outcome
+    from bosun.engine.review_verdict import review_cleared, review_outcome
 
     state = run.state
     if state in UNDECIDED:
@@ -91,13 +96,18 @@ def decide(
     refused = _refusals(state, data, gates, verification)
     review_refusals: list[dict[str, str]] = []
     cross: list[dict[str, str]] = []
+    cleared = False
     if not refused and data.review_config:
         record = read_review(run.id) if cross_review is _READ else cross_review
         review_refusals, cross = review_outcome(data.review_config, record, data.verified_tree)
+        cleared = review_cleared(data.review_config, record, data.verified_tree)
     refused = refused or review_refusals
     if refused:
         return Verdict(outcome=REFUSED, reasons=refused, acknowledged=None)
-    reasons = review_reasons(task, gates, verification) + cross
+    # The worker's own tests are read by the cross-review (its prompt asks whether they state the task):
+    # one that read the verified change and left nothing open stands for the person who would read them.
+    reasons = [r for r in review_reasons(task, gates, verification) if not (cleared and r["code"] == OWN_TESTS_PROOF)]
+    reasons += cross
     ack = data.acknowledged if reasons else None
     if ack and not {r["code"] for r in reasons} <= set(ack.get("codes") or ()):
         ack = None  # acknowledged for other reasons than these (the change was verified again since)
@@ -130,16 +140,38 @@ def review_reasons(task: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
     if code_mode and not task.get("verify"):
         reasons.append({"code": NOT_VERIFIED, "sentence": _NOT_VERIFIED_SENTENCE})
     elif code_mode and task.get("proof", "required") == "required" and verification is not None \
-            and verification.get("passed") and verification.get("proven") is not True:
-        proof = str(verification.get("proof") or "bosun has no proof that the tests failed before this change")
-        reasons.append({"code": NOT_PROVEN, "sentence": f"not proven: {proof}"})
+            and verification.get("passed"):
+        reasons += _proof_reasons(verification)
     for g in gates:
         for r in g.get("review") or []:
-            reasons.append({"code": str(r["code"]), "sentence": str(r["sentence"])})
+            _add_reason(reasons, str(r["code"]), str(r["sentence"]))
         if g.get("waived"):
             reasons.append({"code": WAIVED, "sentence": f"{g['code']} was waived: {g.get('waiver_reason') or ''}"
                             .rstrip(": ")})
     return reasons
+
+
+def _proof_reasons(verification: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Why a verified change's proof needs a person: none, only the worker's own tests, own tests that
+    fail before only on names the change adds, or none at all."""
+    proof = str(verification.get("proof") or "bosun has no proof that the tests failed before this change")
+    if verification.get("proven") is True:
+        if verification.get("proven_by") != "own_tests":
+            return []
+        return [{"code": OWN_TESTS_PROOF, "sentence": f"proven only by the worker's own tests: {proof}; read them "
+                 "(own_tests in the result) and check they state what the task asks"}]
+    own = verification.get("own_tests") or []
+    if own and all(isinstance(t, dict) and t.get("kind") == "new_name" for t in own):
+        return [{"code": OWN_TESTS_TRIVIAL, "sentence": f"not proven: {proof}; a person must read the change"}]
+    return [{"code": NOT_PROVEN, "sentence": f"not proven: {proof}"}]
+def _add_reason(reasons: list[dict[str, str]], code: str, sentence: str) -> None:
+    """One reason per code: two gates that found the same thing (the original tests of a deleted
+    function left out, and those tests deleted with it: SUBJECT_REMOVED) say it in one entry."""
+    same = next((r for r in reasons if r["code"] == code), None)
+    if same is None:
+        reasons.append({"code": code, "sentence": sentence})
+    elif sentence not in same["sentence"]:
+        same["sentence"] += f"; also, {sentence}"
 
 
 def _waived(gates: Sequence[Mapping[str, Any]], code: str) -> bool:

@@ -1,5 +1,5 @@
 """What the engine adds to verification (:mod:`bosun.isolation.verification`, which verifies exactly
-the tree bosun computed): the fail-to-pass proof, and the gates recomputed at approve.
+the tree bosun computed): the fail-to-pass proof (engine/proof.py), and the gates recomputed at approve.
 
 ``approve`` recomputes the gates from the recorded tree id (:func:`recheck_gates`); a stored result
 that disagrees with the tree is a refusal of its own (``RECORD_MISMATCH``).
@@ -10,10 +10,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from bosun.core import paths
 from bosun.core.config import Settings
 from bosun.core.contract import TaskContract
-from bosun.core.fileio import read_json
 from bosun.engine import record
 
 if TYPE_CHECKING:
@@ -25,21 +23,13 @@ if TYPE_CHECKING:
 ENVIRONMENT_GATES = frozenset({"SOURCE_CHANGED", "SYMLINK_CHANGE", "REVIEW_CHANGED_TREE", "MODULE_SHADOWED"})
 
 
-def prove(run: Run, task: TaskContract, verification: dict[str, Any]) -> dict[str, Any]:
-    """``baseline`` and ``proven`` for the verification doc (see :mod:`bosun.engine.baseline`). A
-    baseline that was taken but failed to run (git, the disk) is taken again here, once: without it the
-    change could not be proven, and would wait for a person for no fault of its own."""
-    from bosun.engine.baseline import BASELINE, proof, read_baseline, retake_baseline
+def prove(verification: dict[str, Any], task: TaskContract) -> dict[str, Any]:
+    """The proof's fields for the verification doc (engine/proof.py): ``proven``, ``proven_by``,
+    ``proof``, ``fail_to_pass``, ``pass_to_fail`` and, when the worker's tests were read, ``own_tests``."""
+    from bosun.engine.proof import proof
 
-    baseline = read_baseline(run.id)
-    if baseline is None and (read_json(paths.run_dir(run.id) / BASELINE, {}) or {}).get("error"):
-        baseline = retake_baseline(run, task)
-    found = proof(baseline, verification)
-    out = {"baseline": baseline, "proven": found["proven"], "proof": found["sentence"]}
-    for key in ("fail_to_pass", "pass_to_fail"):
-        if key in found:
-            out[key] = found[key]
-    return out
+    found = proof(verification, rewrite=task.tests == "rewrite")
+    return {k: v for k, v in found.items() if v is not None or k in ("proven", "proven_by")}
 
 
 def digest(diff: bytes) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 # What verification, the gates and the receipt load once the worker stops. A delegation loads them while
 # the worker runs (bosun has nothing else to do then), so they are not part of its own time after it.
-AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.isolation.verification", "bosun.isolation.gating", "bosun.gates", "bosun.isolation.heldout",
+AFTER_WORKER_MODULES = ("bosun.engine.verifying", "bosun.isolation.verification", "bosun.isolation.matrix",
+                        "bosun.isolation.own_tests", "bosun.engine.proof", "bosun.isolation.gating", "bosun.gates", "bosun.isolation.heldout",
                         "bosun.engine.approval", "bosun.engine.verdict", "bosun.engine.citations", "bosun.engine.run_report", "bosun.engine.results",
                         "bosun.engine.notify", "xml.etree.ElementTree")  # the last: verification reads pytest's JUnit XML
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from bosun.core.changes import GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 
 BINARY_CHANGE = "BINARY_CHANGE"
@@ -31,7 +32,7 @@ def check_binary(inputs: GateInputs) -> GateResult:
     paths += [c.path for c in inputs.changes if c.status[:1] != "D" and not c.is_symlink and _has_nul(inputs, c.path)]
     paths = unique(paths)
     if paths:
-        return GateResult(BINARY_CHANGE, False, f"binary files added or changed: {listing(paths)}")
+        return GateResult(BINARY_CHANGE, False, f"binary files added or changed: {listing(quoted(p) for p in paths)}")
     return GateResult(BINARY_CHANGE, True, "no binary files changed")
 
 
@@ -44,8 +45,8 @@ def check_symlinks(inputs: GateInputs) -> GateResult:
     links = [c.path for c in inputs.changes if c.is_symlink]
     links += [f.path for f in inputs.diff_files if SYMLINK_MODE in (f.old_mode, f.new_mode)]
     escaping = [p for c in inputs.changes for p in touched_paths(c) if _escapes(p, inputs.worktree)]
-    problems = [f"{p} (symlink)" for p in unique(links)]
-    problems += [f"{p} (resolves outside the worktree)" for p in unique(escaping) if p not in links]
+    problems = [f"{quoted(p)} (symlink)" for p in unique(links)]
+    problems += [f"{quoted(p)} (resolves outside the worktree)" for p in unique(escaping) if p not in links]
     if problems:
         return GateResult(
             SYMLINK_CHANGE, False, f"symlinks or paths leaving the worktree: {listing(problems)}"

@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from bosun.core.changes import FileChange
 from bosun.core.contract import TaskContract
 from bosun.gates.diffparse import FileDiff, parse_diff
+from bosun.gates.testset import OriginalRuns, TestSet
 
 # A detail names at most this many paths, then "and N more": details are read by people.
 MAX_LISTED = 5
@@ -44,6 +46,12 @@ class GateInputs:
     new_bytes: Callable[[str], bytes | None] | None = None
     # Every file path in the start commit (for gates that need to know which directories hold tests).
     base_paths: Callable[[], Iterable[str]] | None = None
+    # Which files are tests: those the verify commands' runners reported, then the names (testset.py).
+    tests: TestSet = field(default_factory=TestSet)
+    # How the start tree's tests ran before the change and on its code (the held-out run), per test.
+    originals: OriginalRuns = field(default_factory=OriginalRuns)
+    # The verification doc as recorded: gates that judge what ran (the runner guard's records) read it.
+    verification: dict[str, Any] = field(default_factory=dict)
 
     def content(self, path: str) -> bytes | None:
         """The bytes of ``path`` as the worker left it, or None when it is gone or unreadable."""

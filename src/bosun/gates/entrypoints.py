@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from bosun.core.changes import GateResult
 from bosun.core.globs import match_any
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, touched_paths
 from bosun.gates.invocations import Invocation, invocations, repo_path, shell_invocations
 
@@ -170,7 +171,7 @@ def check_entry_points(inputs: GateInputs) -> GateResult:
                 (named if path in inputs.task.permit else found)[path] = \
                     f"`{how}` through {entry.via}" if entry.via else f"`{how}`"
     if found:
-        items = [f"{path} (run by {how})" for path, how in found.items()]
+        items = [f"{quoted(path)} (run by {how})" for path, how in found.items()]
         return GateResult(
             VERIFY_ENTRY_CHANGED,
             False,
@@ -178,7 +179,7 @@ def check_entry_points(inputs: GateInputs) -> GateResult:
             "that runs the worker's own version of the check proves nothing",
         )
     if named:
-        items = [f"{path} (run by {how})" for path, how in named.items()]
+        items = [f"{quoted(path)} (run by {how})" for path, how in named.items()]
         return GateResult(VERIFY_ENTRY_CHANGED, True, f"the task permits changes to what the verify commands run: "
                           f"{listing(items)}", review=[{"code": VERIFY_ENTRY_PERMITTED, "sentence": "the change edits "
                           f"what the verify commands run, as the task permits: {listing(items)}; verification ran the "

@@ -20,7 +20,7 @@ import posixpath
 import shlex
 from dataclasses import dataclass, field
 
-from bosun.core.contract import TaskContract
+from bosun.core.contract import TaskContract, VerifyCommand
 
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "\n", ";;", "|&"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
@@ -63,13 +63,47 @@ class Invocation:
 
 def invocations(task: TaskContract) -> list[Invocation]:
     """Every simple command the task's verify entries run, in order."""
-    out: list[Invocation] = []
-    for cmd in task.verify:
-        cwd = _inside("", cmd.cwd or "") or ""
-        source = " ".join(cmd.run)
-        words = _shell_words(" ".join(cmd.run)) if cmd.shell else [list(cmd.run)]
-        out += _expand(words, cwd, dict(cmd.env), source)
-    return out
+    return [inv for cmd in task.verify for inv in entry_invocations(cmd)]
+
+
+def entry_invocations(cmd: VerifyCommand) -> list[Invocation]:
+    """The simple commands one verify entry runs."""
+    cwd = _inside("", cmd.cwd or "") or ""
+    words = _shell_words(" ".join(cmd.run)) if cmd.shell else [list(cmd.run)]
+    return _expand(words, cwd, dict(cmd.env), " ".join(cmd.run))
+
+
+PYTEST, UNITTEST, JUNIT = "pytest", "unittest", "junit"
+
+
+def runner_of(cmd: VerifyCommand) -> str | None:
+    """Which per-test report a verify entry must give: ``junit`` (the entry names a ``junit`` file),
+    ``pytest`` (it runs pytest: its JUnit XML), ``unittest`` (``python -m unittest``: its summary), or
+    None: a command that runs neither (``make check``, a script), judged by its exit code alone."""
+    if cmd.junit:
+        return JUNIT
+    found = [python_module(inv) or inv.program for inv in entry_invocations(cmd)]
+    if any(name in ("pytest", "py.test") for name in found):
+        return PYTEST
+    return UNITTEST if "unittest" in found else None
+
+
+def python_module(inv: Invocation) -> str | None:
+    """``MODULE`` of ``python [options] -m MODULE ...``, or None."""
+    if not inv.program.startswith("python"):
+        return None
+    words = list(inv.argv[1:])
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "-m":
+            return words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("-m") and len(word) > 2:
+            return word[2:]
+        if word == "-c" or not word.startswith("-"):
+            return None  # a command string or a script: python runs it, not a module
+        i += 2 if word in ("-X", "-W", "--check-hash-based-pycs") else 1
+    return None
 
 
 def shell_invocations(text: str, cwd: str, source: str) -> list[Invocation]:

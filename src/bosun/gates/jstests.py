@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from bosun.core.quoting import quoted
 from bosun.gates.context import plural
 
 _TEST_CALL = re.compile(r"(?<![\w.$])(?:it|test|specify)((?:\.\w+)*)\s*\(")
@@ -271,11 +272,12 @@ def compare(
             continue
         gone = sorted(gone_test.calls & removed.keys())
         if moved.get(gone_test.fingerprint, path) != path:
-            notes.append(f"{path}: test '{key}' moved to {moved[gone_test.fingerprint]}")
+            notes.append(f"{quoted(path)}: test {quoted(key)} moved to {quoted(moved[gone_test.fingerprint])}")
         elif gone:
-            notes.append(f"{path}: test '{key}' removed with {gone[0]} from {removed[gone[0]]}, which the change deletes")
+            notes.append(f"{quoted(path)}: test {quoted(key)} removed with {quoted(gone[0])} from {quoted(removed[gone[0]])}, "
+                         "which the change deletes")
         else:
-            refusals.append(f"{path}: test '{key}' (line {gone_test.line}) deleted")
+            refusals.append(f"{quoted(path)}: test {quoted(key)} (line {gone_test.line}) deleted")
     old_key = {v: k for k, v in renamed.items()}
     for key, test in after.items():
         old = before.get(key) or before.get(old_key.get(key, ""))
@@ -287,15 +289,15 @@ def _test_refusals(path: str, test: JsTest, old: JsTest | None) -> list[str]:
     out: list[str] = []
     label = f"'{test.title}'"
     for line, snippet in _new_items(test.lost, old.lost if old else []):
-        out.append(f"{path}:{line} test {label}: `{snippet}` has no matcher, so it checks nothing")
+        out.append(f"{quoted(path)}:{line} test {label}: {quoted(snippet)} has no matcher, so it checks nothing")
     for line, snippet in _new_items(test.trivial, old.trivial if old else []):
-        out.append(f"{path}:{line} test {label}: `{snippet}` cannot fail")
+        out.append(f"{quoted(path)}:{line} test {label}: {quoted(snippet)} cannot fail")
     for line, _ in _new_items(test.swallowed, old.swallowed if old else []):
-        out.append(f"{path}:{line} test {label}: its checks sit in a try whose catch swallows their failure")
+        out.append(f"{quoted(path)}:{line} test {label}: its checks sit in a try whose catch swallows their failure")
     if test.early and not (old and old.early):
-        out.append(f"{path}:{test.early[0]} test {label} returns before its first check (`{test.early[1]}`)")
+        out.append(f"{quoted(path)}:{test.early[0]} test {label} returns before its first check ({quoted(test.early[1])})")
     if old and not out and test.checks < old.checks:
-        out.append(f"{path}:{test.line} test {label} checks less ({plural(old.checks, 'check')} before, {test.checks} after)")
+        out.append(f"{quoted(path)}:{test.line} test {label} checks less ({plural(old.checks, 'check')} before, {test.checks} after)")
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bosun.core.changes import GateResult
 from bosun.core.contract import Mode
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, plural
 
 NO_CHANGES = "NO_CHANGES"
@@ -21,7 +22,8 @@ def check_no_changes(inputs: GateInputs) -> GateResult:
     paths = [c.path for c in inputs.changes]
     if mode is not Mode.code:
         if paths:
-            return GateResult(NO_CHANGES, False, f"mode {mode.value} must not change files: {listing(paths)}")
+            return GateResult(NO_CHANGES, False,
+                              f"mode {mode.value} must not change files: {listing(quoted(p) for p in paths)}")
         return GateResult(NO_CHANGES, True, f"no files changed, as mode {mode.value} requires")
     if not paths:
         return GateResult(NO_CHANGES, False, "the worker changed no files")
@@ -44,7 +46,7 @@ def check_source(inputs: GateInputs) -> GateResult:
         return GateResult(
             SOURCE_CHANGED,
             False,
-            f"the user changed these paths during the run too: {listing(conflicts)}; "
+            f"the user changed these paths during the run too: {listing(quoted(p) for p in conflicts)}; "
             "re-run the task on the current source",
         )
     return GateResult(SOURCE_CHANGED, True, inputs.source_detail.strip() or "source branch unchanged")

@@ -9,12 +9,13 @@ git's rule files, Python start-up hooks) have gates of their own, so they are no
 
 from __future__ import annotations
 
-from bosun.core.changes import GateResult
+from bosun.core.changes import FileChange, GateResult
 from bosun.core.config import HARNESS_LOCKED
 from bosun.core.globs import match_any
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, plural, touched_paths, unique
 from bosun.gates.invocations import invocations
-from bosun.gates.testconfig import NEW_ENV, locked_sections, tox_selected_envs
+from bosun.gates.testconfig import NEW_ENV, locked_sections, only_adds_envs, tox_selected_envs
 
 LOCKED_PATH_CHANGED = "LOCKED_PATH_CHANGED"
 OUT_OF_SCOPE = "OUT_OF_SCOPE"
@@ -26,6 +27,8 @@ OUT_OF_SCOPE = "OUT_OF_SCOPE"
 # tell pytest what to collect.
 NEVER_PERMITTED = (".git/**", "bosun.toml", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml")
 LOCKED_PATH_PERMITTED = "LOCKED_PATH_PERMITTED"
+# A reason for review: locked test configuration gained tox environments no verify command selects.
+TEST_ENV_ADDED = "TEST_ENV_ADDED"
 
 
 def permitted(path: str, permit: list[str]) -> bool:
@@ -36,45 +39,59 @@ def permitted(path: str, permit: list[str]) -> bool:
 def check_locked(inputs: GateInputs) -> GateResult:
     offences: list[str] = []
     allowed: list[str] = []
+    envs: list[str] = []
     locked = [p for p in inputs.locked if p not in HARNESS_LOCKED]
     selected = tox_selected_envs([(inv.argv, inv.env) for inv in invocations(inputs.task)])
     permit = list(inputs.task.permit)
     for change in inputs.changes:
-        found: list[str] = []
+        paths: list[str] = []
         for path in touched_paths(change):
             pattern = match_any(path, locked)
             if pattern is not None:
-                found.append(path if pattern == path else f"{path} (locked by {pattern!r})")
-        found += locked_sections(change, inputs.base_text, inputs.new_text, selected)
-        if found and all(permitted(p, permit) for p in touched_paths(change)):
+                paths.append(quoted(path) if pattern == path else f"{quoted(path)} (locked by {pattern!r})")
+        sections = locked_sections(change, inputs.base_text, inputs.new_text, selected)
+        found = paths + sections
+        is_permitted = bool(found) and all(permitted(p, permit) for p in touched_paths(change))
+        if not is_permitted and _adds_envs_only(change, inputs, paths, sections, selected):
+            envs += [s.removesuffix(" " + NEW_ENV) for s in sections]
+            continue
+        if is_permitted:
             # The task permits this path: a person reads it, nothing is refused but pytest's own settings.
             offences += [f for f in found if _runner_section(f)]
             allowed += [f for f in found if not _runner_section(f)]
         else:
             offences += found
-    offences, allowed = unique(offences), unique(allowed)
+    offences, allowed, envs = unique(offences), unique(allowed), unique(envs)
     review = [{"code": LOCKED_PATH_PERMITTED, "sentence": f"the change edits locked paths the task permits: "
                f"{listing(allowed)}; read them, they can change how the project is built or tested"}] if allowed else []
-    if offences and all(o.endswith(NEW_ENV) for o in offences):
-        names = [o.removesuffix(" " + NEW_ENV) for o in offences]
-        return GateResult(
-            LOCKED_PATH_CHANGED,
-            False,
-            f"the worker added tox environments to locked test configuration: {listing(names)}; no verify "
-            "command selects them and nothing that ran before changes, but locked configuration changes only "
-            f"where the task permits it (`permit: [{', '.join(unique([n.split(' ')[0] for n in names]))}]`)",
-        )
+    if envs:
+        review.append({"code": TEST_ENV_ADDED, "sentence": "the change adds tox environments to locked test "
+                       f"configuration: {listing(envs)}; no verify command selects them and nothing verification "
+                       "ran changes, so read them: they run wherever tox runs them next"})
     if offences:
         return GateResult(LOCKED_PATH_CHANGED, False, f"locked paths changed: {listing(offences)}"
                           + ("; a task that must change them names them in `permit`" if not permit else ""))
-    if allowed:
-        return GateResult(LOCKED_PATH_CHANGED, True, f"locked paths changed as the task permits: {listing(allowed)}",
-                          review=review)
+    if allowed or envs:
+        what = ", ".join(x for x in (f"as the task permits: {listing(allowed)}" if allowed else "",
+                                      f"tox environments added: {listing(envs)}" if envs else "") if x)
+        return GateResult(LOCKED_PATH_CHANGED, True, f"locked paths changed {what}", review=review)
     return GateResult(
         LOCKED_PATH_CHANGED,
         True,
         f"{plural(len(inputs.changes), 'file')}, none locked (test configuration intact)",
     )
+
+
+def _adds_envs_only(change: FileChange, inputs: GateInputs, paths: list[str], sections: list[str],
+                    selected: frozenset[str]) -> bool:
+    """The change's only locked content is tox environments no verify command selects (a section of
+    a shared file, or the whole difference of a locked tox.ini): it changes nothing verification runs."""
+    if not sections or not all(s.endswith(NEW_ENV) for s in sections):
+        return False
+    if not paths:
+        return True
+    return change.status[:1] == "M" and only_adds_envs(change.path, inputs.base_text(change.path),
+                                                       inputs.new_text(change.path), selected)
 
 
 def _runner_section(offence: str) -> bool:
@@ -91,5 +108,6 @@ def check_scope(inputs: GateInputs) -> GateResult:
         [path for change in inputs.changes for path in touched_paths(change) if match_any(path, scope) is None]
     )
     if outside:
-        return GateResult(OUT_OF_SCOPE, False, f"outside the scope ({listing(scope)}): {listing(outside)}")
+        return GateResult(OUT_OF_SCOPE, False,
+                          f"outside the scope ({listing(scope)}): {listing(quoted(p) for p in outside)}")
     return GateResult(OUT_OF_SCOPE, True, f"{plural(len(inputs.changes), 'file')}, all in scope")

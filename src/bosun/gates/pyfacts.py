@@ -84,6 +84,7 @@ class Func:
     fingerprint: str = ""
     self_patched: list[tuple[int, str]] = field(default_factory=list)  # (line, target) patched, then checked
     cases: list[str] | None = None  # rows of a literal @pytest.mark.parametrize
+    literals: frozenset[str] = frozenset()  # the constants its body and its parametrize rows hold
 
     @property
     def live(self) -> list[Check]:
@@ -263,6 +264,9 @@ class _Reader:
         if is_test:  # only tests are matched across renames and moves
             func.fingerprint = "|".join(ast.dump(n) for n in [*node.decorator_list, *body])
         func.cases = cases_of(node.decorator_list)
+        if is_test:
+            func.literals = frozenset(ast.unparse(n) for part in [*node.decorator_list, *body]
+                                      for n in ast.walk(part) if isinstance(n, ast.Constant))
         targets = patch_targets([*node.decorator_list, *body])
         func.self_patched = [
             (c.line, t) for c in func.live for t in targets if any(same_target(t, call) for call in c.calls)

@@ -45,6 +45,17 @@ def dotted(node: ast.AST) -> str:
             return ".".join(reversed(parts))
 
 
+def referenced_names(node: ast.AST) -> set[str]:
+    """Every name and attribute ``node`` refers to (``calc.add(x)``: ``calc``, ``add``, ``x``)."""
+    out: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            out.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.add(sub.attr)
+    return out
+
+
 def last_name(node: ast.AST) -> str:
     return dotted(node).rsplit(".", 1)[-1]
 
@@ -307,6 +318,8 @@ def call_trivial(name: str, call: ast.Call) -> bool:
     if _MOCK_ASSERT.match(name) or name == "fail" or not call.args:
         return False
     args = call.args
+    if name in {"assertTrue", "assert_"} and assert_trivial(args[0]):
+        return True  # `assertTrue(True or add(2, 3) == 5)`: true before the code under test runs
     if name in _EQ_METHODS and len(args) >= 2 and same(args[0], args[1]):
         return True
     values = [literal(a) for a in args]
@@ -363,3 +376,17 @@ def cases_of(decorators: list[ast.expr]) -> list[str] | None:
                 found = True
                 rows += [ast.unparse(e) for e in values.elts]
     return rows if found else None
+
+
+def import_names(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted module (or module.attr) it was imported as; relative ones start with "."."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for a in node.names:
+                names[a.asname or a.name] = f"{base}.{a.name}" if base and not base.endswith(".") else base + a.name
+    return names

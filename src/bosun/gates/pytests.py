@@ -19,6 +19,9 @@ A refusal says what the worker did, in words, with the file, line and test name:
 
 Changed expected literals in existing assertions and changed parametrize rows are *notes* for the
 reviewer: fixing a wrong expectation is honest, and the held-out original tests judge it.
+
+Every path, name and piece of source these sentences show is the worker's: it goes through
+:func:`bosun.core.quoting.quoted`, never into a code span of bosun's own.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 
+from bosun.core.quoting import quoted
 from bosun.gates.context import plural
 from bosun.gates.pyfacts import Check, Func, Marker, PyFile
 
@@ -42,43 +46,62 @@ def compare(
     ``removed`` maps names the change deletes from the code (functions, classes) to where they were;
     ``moved`` maps the fingerprints of tests the change adds to other files to those files.
     """
+    found, notes = findings(path, before, after, removed, moved)
+    return [text for _, text in found], notes
+
+
+def findings(
+    path: str,
+    before: PyFile | None,
+    after: PyFile | None,
+    removed: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``compare``'s refusals, each with the original function it is about ("" when it is about the
+    file, or about a function the start tree did not have): ``([(original, refusal)], notes)``."""
     moved = moved or {}
+    shown = quoted(path)
     base, new = before or PyFile(), after or PyFile()
-    refusals: list[str] = []
+    refusals: list[tuple[str, str]] = []
     notes: list[str] = []
     renamed = _renames(base.tests, new.tests)
     for name, lost in base.tests.items():
         if name in new.tests or name in renamed:
             continue
         gone = sorted(lost.calls & removed.keys())
+        test = quoted(name)
         if moved.get(lost.fingerprint, path) != path:
-            notes.append(f"{path}: {name} moved to {moved[lost.fingerprint]}")
+            notes.append(f"{shown}: {test} moved to {quoted(moved[lost.fingerprint])}")
+        elif folded := _folded_into(lost, new, base):
+            notes.append(f"{shown}: {test} folded into the parametrized {quoted(folded)}")
         elif not gone and (subject := _class_subject(name, new, removed)):
-            notes.append(f"{path}: {name} removed with its class, named for {subject}() from {removed[subject]}, "
-                         "which the change deletes")
+            notes.append(f"{shown}: {test} removed with its class, named for {quoted(subject)}() from "
+                         f"{quoted(removed[subject])}, which the change deletes")
         elif gone:
-            notes.append(f"{path}: {name} removed with {gone[0]}() from {removed[gone[0]]}, which the change deletes")
+            notes.append(f"{shown}: {test} removed with {quoted(gone[0])}() from {quoted(removed[gone[0]])}, which the "
+                         "change deletes")
         elif name in new.funcs:
-            refusals.append(f"{path}:{new.funcs[name].line} {name} is no longer collected as a test")
+            refusals.append((name, f"{shown}:{new.funcs[name].line} {test} is no longer collected as a test"))
         else:
-            refusals.append(f"{path}: {name} (was line {lost.line}) deleted")
+            refusals.append((name, f"{shown}: {test} (was line {lost.line}) deleted"))
     known = {name for name, _, _ in base.shadowed}
     for name, first, later in new.shadowed:
         if name not in known:
-            refusals.append(f"{path}:{later} redefines {name} of line {first}: only the later one runs")
+            refusals.append((name if name in base.tests else "",
+                             f"{shown}:{later} redefines {quoted(name)} of line {first}: only the later one runs"))
     old_name = {new_name: old for old, new_name in renamed.items()}
     allow_optional = before is None or base.has_optional_skips
     for name, func in new.funcs.items():
-        old = base.funcs.get(name) or base.funcs.get(old_name.get(name, ""))
-        refusals += _func_refusals(path, func, old, allow_optional)
-        found, noted = _marker_findings(path, func, old, allow_optional, base.guards)
-        refusals += found
-        notes += _func_notes(path, func, old) + noted
+        original = name if name in base.funcs else old_name.get(name, "")
+        old = base.funcs.get(original)
+        found, noted = _marker_findings(shown, func, old, allow_optional, base.guards)
+        refusals += [(original, text) for text in _func_refusals(shown, func, old, allow_optional) + found]
+        notes += _func_notes(shown, func, old) + noted
     for marker in _added(base.module_markers, new.module_markers):
         if not (marker.optional and before is None):
-            refusals.append(f"{path}:{marker.line} adds a module-wide skip `{marker.text}`")
+            refusals.append(("", f"{shown}:{marker.line} adds a module-wide skip {quoted(marker.text)}"))
     if new.load_tests and not base.load_tests:
-        refusals.append(f"{path}: adds load_tests(), which decides which tests unittest runs")
+        refusals.append(("", f"{shown}: adds load_tests(), which decides which tests unittest runs"))
     return refusals, notes
 
 
@@ -100,6 +123,19 @@ def _class_subject(test: str, new: PyFile, removed: Mapping[str, str]) -> str:
     return next((name for name in removed if name.replace("_", "").lower() == subject), "")
 
 
+def _folded_into(lost: Func, new: PyFile, base: PyFile) -> str:
+    """The new parametrized test ``lost`` was folded into, or "": one the change adds to the same file
+    that calls at least what ``lost`` checked with and whose rows and body hold every constant
+    ``lost`` held (its inputs and its expected values) and checking something."""
+    called = frozenset(c for check in lost.checks for c in check.calls)
+    for name, test in new.tests.items():
+        if name in base.tests or not test.cases or not test.live:
+            continue
+        if lost.literals <= test.literals and called <= frozenset(c for k in test.checks for c in k.calls):
+            return name
+    return ""
+
+
 def added_tests(path: str, before: PyFile | None, after: PyFile | None) -> dict[str, str]:
     """Fingerprint -> ``path`` for each test ``after`` has and ``before`` had not (by body)."""
     had = {f.fingerprint for f in (before or PyFile()).tests.values()}
@@ -114,22 +150,24 @@ def _renames(old_tests: dict[str, Func], new_tests: dict[str, Func]) -> dict[str
     }
 
 
-def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool) -> list[str]:
-    where = f"{path}:{{}} {func.name}"
+def _func_refusals(shown: str, func: Func, old: Func | None, allow_optional: bool) -> list[str]:
+    """``shown``: the file's path, quoted."""
+    where = f"{shown}:{{}} {quoted(func.name)}"
     out: list[str] = []
     for c in _added_checks(func.checks, old.checks if old else [], lambda c: c.trivial):
-        out.append(f"{where.format(c.line)}: `{c.text}` cannot fail")
+        out.append(f"{where.format(c.line)}: {quoted(c.text)} cannot fail")
     for c in _added_checks(func.checks, old.checks if old else [], lambda c: bool(c.swallowed)):
-        out.append(f"{where.format(c.line)}: `{c.text}` sits in a try whose {c.swallowed} swallows its failure")
+        out.append(f"{where.format(c.line)}: {quoted(c.text)} sits in a try whose {quoted(c.swallowed)} swallows "
+                   "its failure")
     had = {t for _, t in old.self_patched} if old else set()
     for line, target in func.self_patched:
         if target not in had:
-            out.append(f"{where.format(line)} replaces {target} and then checks it")
+            out.append(f"{where.format(line)} replaces {quoted(target)} and then checks it")
     dead = [c for c in func.checks if c.dead]
     if func.exit and not (old and old.exit) and (dead or (func.is_test and func.exit_first)):
         line, text = func.exit
         verb = "skips itself" if "skip" in text.lower() else "returns"
-        out.append(f"{where.format(line)} {verb} before its first assertion (`{text}`)")
+        out.append(f"{where.format(line)} {verb} before its first assertion ({quoted(text)})")
     if func.is_test and func.empty and not (old and old.empty):
         out.append(f"{where.format(func.line)} has an empty body")
     fewer_cases = old and old.cases is not None and func.cases is not None and len(func.cases) < len(old.cases)
@@ -144,7 +182,7 @@ def _func_refusals(path: str, func: Func, old: Func | None, allow_optional: bool
 
 
 def _marker_findings(
-    path: str, func: Func, old: Func | None, allow_optional: bool, guards: set[str]
+    shown: str, func: Func, old: Func | None, allow_optional: bool, guards: set[str]
 ) -> tuple[list[str], list[str]]:
     """(refusals, notes) for the skip markers ``func`` gained. A new test may skip itself when an
     optional module is missing (when the file allows it), or under a guard the file's other tests
@@ -153,13 +191,13 @@ def _marker_findings(
     refusals: list[str] = []
     notes: list[str] = []
     for marker in _added(old.markers if old else [], func.markers):
-        where = f"{path}:{marker.line} {func.name}"
+        where = f"{shown}:{marker.line} {quoted(func.name)}"
         if old is None and marker.optional and allow_optional:
             continue
         if old is None and marker.guard and marker.guard in guards:
-            notes.append(f"{where} adds a skip guard like the file's others: `{marker.text}`")
+            notes.append(f"{where} adds a skip guard like the file's others: {quoted(marker.text)}")
         else:
-            refusals.append(f"{where} adds `{marker.text}`")
+            refusals.append(f"{where} adds {quoted(marker.text)}")
     return refusals, notes
 
 
@@ -168,7 +206,7 @@ def _weight(func: Func) -> int:
     return len(func.live) * max(1, len(func.cases or ()))
 
 
-def _func_notes(path: str, func: Func, old: Func | None) -> list[str]:
+def _func_notes(shown: str, func: Func, old: Func | None) -> list[str]:
     if old is None:
         return []
     notes: list[str] = []
@@ -177,11 +215,12 @@ def _func_notes(path: str, func: Func, old: Func | None) -> list[str]:
         if key in before and values != before[key][1]:
             subject = key.split(" ", 1)[1]
             was, now = ", ".join(sorted(before[key][1])), ", ".join(sorted(values))
-            notes.append(f"{path}:{line} {func.name} changes an expected value: {subject} {was} -> {now}")
+            notes.append(f"{shown}:{line} {quoted(func.name)} changes an expected value: {quoted(subject)} "
+                         f"{quoted(was)} -> {quoted(now)}")
     if old.cases is not None and func.cases is not None and len(func.cases) >= len(old.cases):
         changed = len(set(old.cases) - set(func.cases))
         if changed:
-            notes.append(f"{path}:{func.line} {func.name} changes {changed} of its parametrized cases")
+            notes.append(f"{shown}:{func.line} {quoted(func.name)} changes {changed} of its parametrized cases")
     return notes
 
 

@@ -18,6 +18,8 @@ from bosun.gates import (
     harness,
     outcome,
     paths,
+    runner_refs,
+    runner_tamper,
     secrets,
     shadowing,
     size,
@@ -34,8 +36,11 @@ GATES: tuple[tuple[str, Gate], ...] = (
     (paths.LOCKED_PATH_CHANGED, paths.check_locked),
     (harness.GIT_RULES_CHANGED, harness.check_git_rules),
     (harness.PYTHON_STARTUP_CHANGED, harness.check_python_startup),
+    (harness.PACKAGE_METADATA_ADDED, harness.check_package_metadata),
     (shadowing.MODULE_SHADOWED, shadowing.check_shadowing),
     (entrypoints.VERIFY_ENTRY_CHANGED, entrypoints.check_entry_points),
+    (runner_refs.RUNNER_REFERENCED, runner_refs.check_runner_refs),
+    (runner_tamper.RUNNER_TAMPERED, runner_tamper.check_runner_tamper),
     (paths.OUT_OF_SCOPE, paths.check_scope),
     (size.EXCESSIVE_DELETION, size.check_deletion),
     (size.TOO_MANY_FILES, size.check_file_count),
@@ -50,9 +55,11 @@ GATES: tuple[tuple[str, Gate], ...] = (
 GATE_CODES: tuple[str, ...] = tuple(code for code, _ in GATES)
 
 # Refusals the engine files as gates itself, outside this runner: bosun could not compute a faithful
-# change (isolation.change), the user's git dir changed during the run (isolation.gitwatch), or a
-# read-only review turn edited files. Listed here so they are documented like every other gate.
+# change (isolation.change), the user's git dir or the modes of the user's files changed during the
+# run (isolation.gitwatch, isolation.modewatch), or a read-only review turn edited files. Listed here
+# so they are documented like every other gate.
 ENGINE_GATE_CODES: tuple[str, ...] = ("GIT_POINTER_CHANGED", "NESTED_REPOSITORY", "USER_GIT_TAMPERED",
+                                      "USER_FILES_TAMPERED",
                                       "HOLDOUT_TOUCHED", "TESTS_REWRITTEN", "REVIEW_CHANGED_TREE",
                                       # engine/approval.py: a read-only run that wrote, an answer's
                                       # unbacked citations, an escalated self-review

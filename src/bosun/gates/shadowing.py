@@ -8,7 +8,10 @@ change adds, or renames into place, a module or regular package:
 * named like a standard-library module (``sys.stdlib_module_names``), a module installed beside
   bosun's own interpreter (the top-level names in its site-packages, the names
   ``importlib.metadata.packages_distributions()`` maps, read from the directories directly because
-  that is much faster), or a test runner's (pytest, _pytest, pluggy, unittest, nose, hypothesis...);
+  that is much faster), a test runner's (pytest, _pytest, pluggy, unittest, nose, hypothesis...), or
+  anything importable from the directories outside the tree that the runner guard saw on a verify
+  interpreter's ``sys.path`` (the environment the tests really ran in: a pytest plugin's
+  dependencies, whatever interpreter the task names);
 * at a place that is on ``sys.path`` when a verify command runs: the repository root, ``src/``, each
   verify command's directory and the ``PYTHONPATH`` entries it sets, pytest's ``pythonpath``
   setting (in ``pyproject.toml``, ``pytest.ini`` or ``setup.cfg`` beside a verify command), and
@@ -19,6 +22,10 @@ A module counts as ``NAME.py``, ``NAME.pyc``, ``NAME.pyw``, an extension (``NAME
 ``NAME.cpython-312-x86_64-linux-gnu.so``, ``NAME.pyd``) or a package's ``NAME/__init__.*``. A
 directory without ``__init__`` is a namespace package and loses to any regular one, so it cannot
 shadow. Existing modules the change only edits are the project's own and are not judged here.
+
+The runner guard also reports which top-level modules each verify interpreter loaded from the tree:
+a new one named like a module of its environment was loaded in its place, and that is shadowing
+observed rather than inferred.
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ import site
 import sys
 import tomllib
 from functools import lru_cache
+from typing import Any
 
 from bosun.core.changes import GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
 from bosun.gates.invocations import invocations, pythonpath_dirs
 
@@ -56,25 +65,23 @@ _TEST_FILE = ("test_", "conftest.py")
 def check_shadowing(inputs: GateInputs) -> GateResult:
     # Only a new file named like a shadowable module can shadow: find those first, so an ordinary
     # change never pays for reading the start tree's listing.
+    known = shadowable() | (environment_names(inputs.verification) - _GENERIC - _STARTUP_HOOKS)
     suspects = []
-    for change in inputs.changes:
-        status = change.status[:1]
-        if status not in ("A", "R", "C") or (status in ("R", "C") and change.old_path == change.path):
-            continue
-        directory, _, filename = change.path.rpartition("/")
+    for change in _added(inputs):
+        directory, _, filename = change.rpartition("/")
         name = _module_file(filename)
         if name == "__init__":
             name = directory.rpartition("/")[2] or None
-        if name is not None and name in shadowable():
-            suspects.append(change.path)
-    if not suspects:
+        if name is not None and name in known:
+            suspects.append(change)
+    found = _loaded_in_place(inputs, known)
+    if not suspects and not found:
         return GateResult(MODULE_SHADOWED, True, "no new module is named like one verification imports")
-    roots = import_roots(inputs)
-    found = []
+    roots = import_roots(inputs) if suspects else set()
     for path in suspects:
         name = module_name(path, roots)
-        if name is not None:
-            found.append(f"{path} (shadows {_origin(name)} module {name!r})")
+        if name is not None and not any(f.startswith(quoted(path) + " ") for f in found):
+            found.append(f"{quoted(path)} (shadows {_origin(name)} module {quoted(name)})")
     if found:
         return GateResult(
             MODULE_SHADOWED,
@@ -85,8 +92,28 @@ def check_shadowing(inputs: GateInputs) -> GateResult:
     return GateResult(
         MODULE_SHADOWED,
         True,
-        f"new modules named like imported ones are not on an import path: {listing(suspects)}",
+        f"new modules named like imported ones are not on an import path: {listing(quoted(p) for p in suspects)}",
     )
+
+
+def _added(inputs: GateInputs) -> list[str]:
+    """Paths the change adds, or renames or copies into place."""
+    return [c.path for c in inputs.changes if c.status[:1] in ("A", "R", "C")
+            and not (c.status[:1] in ("R", "C") and c.old_path == c.path)]
+
+
+def _loaded_in_place(inputs: GateInputs, known: frozenset[str]) -> list[str]:
+    added = set(_added(inputs))
+    return list(dict.fromkeys(f for runner in _runners(inputs.verification) for f in loaded_in_place(runner, added, known)))
+
+
+def loaded_in_place(runner: dict[str, Any], added: set[str], known: frozenset[str] | None = None) -> list[str]:
+    """New modules the runner guard saw a verify interpreter load from the tree under a name its
+    environment also provides: shadowing observed, whatever the path rules above would say."""
+    if known is None:
+        known = shadowable() | (_names_on(runner.get("path") or []) - _GENERIC - _STARTUP_HOOKS)
+    return [f"{path} (loaded in place of {_origin(name)} module {name!r})"
+            for name, path in (runner.get("modules") or {}).items() if path in added and name in known]
 
 
 def import_roots(inputs: GateInputs) -> set[str]:
@@ -107,7 +134,30 @@ def import_roots(inputs: GateInputs) -> set[str]:
     for directory in test_dirs:
         roots.add(directory)
         roots.add(_pytest_basedir(directory, paths))
-    return roots
+    return roots | set(runtime_roots(inputs.verification))
+
+
+def _runners(verification: dict[str, Any]) -> list[dict[str, Any]]:
+    runs = [verification, verification.get("heldout") or {}]
+    return [c["guard"] for run in runs for c in run.get("commands") or [] if isinstance(c.get("guard"), dict)]
+
+
+def runtime_roots(verification: dict[str, Any]) -> list[str]:
+    """Directories of the tree the runner guard saw on a verify interpreter's ``sys.path``."""
+    return [str(p) for r in _runners(verification) for p in r.get("tree_path") or []]
+
+
+def environment_names(verification: dict[str, Any]) -> frozenset[str]:
+    """Every top-level name importable from the directories outside the tree that the runner guard saw
+    on a verify interpreter's ``sys.path``: the environment the tests really ran in."""
+    return frozenset(name for runner in _runners(verification) for name in _names_on(runner.get("path") or []))
+
+
+def _names_on(directories: list[str]) -> frozenset[str]:
+    names: set[str] = set()
+    for directory in directories:
+        names |= _listed(str(directory))
+    return frozenset(names)
 
 
 def module_name(path: str, roots: set[str]) -> str | None:
@@ -193,7 +243,7 @@ def _origin(name: str) -> str:
         return "the standard library's"
     if name in RUNNER_MODULES:
         return "a test runner's"
-    return "an installed"
+    return "an installed"  # beside bosun, or where the verify interpreter found its own packages
 
 
 def installed_modules() -> frozenset[str]:
@@ -201,15 +251,31 @@ def installed_modules() -> frozenset[str]:
     dirs = set(site.getsitepackages()) | {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
     names: set[str] = set()
     for directory in dirs:
-        try:
-            entries = os.listdir(directory)
-        except OSError:
-            continue
-        for entry in entries:
-            stem, dot, rest = entry.partition(".")
-            if not dot:
-                if stem.isidentifier() and stem != "__pycache__":
-                    names.add(stem)  # a package (regular or namespace)
-            elif entry.endswith((".py", *_EXTENSION_SUFFIXES)) and stem.isidentifier():
-                names.add(stem)
+        names |= _listed(directory)
+    return frozenset(names)
+
+
+def _listed(directory: str) -> frozenset[str]:
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+    except OSError:
+        return frozenset()
+    return _listing(directory, mtime)
+
+
+@lru_cache(maxsize=64)
+def _listing(directory: str, mtime: int) -> frozenset[str]:
+    """Top-level module names in one directory of ``sys.path`` (cached while it is unchanged)."""
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return frozenset()
+    names = set()
+    for entry in entries:
+        stem, dot, rest = entry.partition(".")
+        if not dot:
+            if stem.isidentifier() and stem != "__pycache__":
+                names.add(stem)  # a package (regular or namespace)
+        elif entry.endswith((".py", ".pyc", *_EXTENSION_SUFFIXES)) and stem.isidentifier():
+            names.add(stem)
     return frozenset(names)

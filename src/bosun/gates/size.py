@@ -18,6 +18,7 @@ Binary files have no lines and are judged by BINARY_CHANGE instead.
 from __future__ import annotations
 
 from bosun.core.changes import FileChange, GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing, plural
 from bosun.gates.diffparse import FileDiff
 
@@ -40,13 +41,13 @@ def deletion_problem(change: FileChange, base_lines: int | None, ceiling: int, r
     if change.status[:1] == "D" and base_lines is not None:
         deleted = max(deleted, base_lines)
     if change.status[:1] == "D" and base_lines is not None and base_lines > SMALL_FILE_LINES:
-        return f"{change.path} (deleted, {base_lines} lines)"
+        return f"{quoted(change.path)} (deleted, {base_lines} lines)"
     if deleted > max(ceiling, 1):
-        return f"{change.path} ({deleted} lines deleted, limit {ceiling})"
+        return f"{quoted(change.path)} ({deleted} lines deleted, limit {ceiling})"
     removed = deleted - min(replaced, deleted)
     if base_lines and removed > SMALL_FILE_LINES and removed * 2 > base_lines:
         detail = f"{removed} of {base_lines} lines removed"
-        return f"{change.path} ({detail}, {replaced} more replaced)" if replaced else f"{change.path} ({detail})"
+        return f"{quoted(change.path)} ({detail}, {replaced} more replaced)" if replaced else f"{quoted(change.path)} ({detail})"
     return None
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 
+from bosun.gates.pynodes import referenced_names
+
 
 def strip_tests_of(text: str, removed: set[str]) -> tuple[str, list[str]]:
     """``text`` without the test functions that name a ``removed`` definition, and without those
@@ -31,7 +33,7 @@ def strip_tests_of(text: str, removed: set[str]) -> tuple[str, list[str]]:
     def consider(node: ast.stmt, prefix: str) -> None:
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test"):
             return
-        if _names(node) & removed:
+        if referenced_names(node) & removed:
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])
             edits.append((first, node.end_lineno or node.lineno, _indent(lines[first - 1]) + "pass\n"))
             taken.append(prefix + node.name)
@@ -56,17 +58,6 @@ def strip_tests_of(text: str, removed: set[str]) -> tuple[str, list[str]]:
     for first, last, replacement in sorted(edits, reverse=True):
         lines[first - 1:last] = [replacement] + ["\n"] * (last - first)
     return "".join(lines), taken
-
-
-def _names(node: ast.AST) -> set[str]:
-    """Every name and attribute a function refers to."""
-    out: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name):
-            out.add(sub.id)
-        elif isinstance(sub, ast.Attribute):
-            out.add(sub.attr)
-    return out
 
 
 def _indent(line: str) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bosun.core.changes import FileChange
+from bosun.core.quoting import quoted
 
 PACKAGE_JSON_KEYS = ("scripts", "jest", "vitest", "mocha")
 NEW_ENV = "(adds a tox environment; nothing that ran before changes)"
@@ -69,8 +70,11 @@ def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]])
     for argv, env in invocations:
         if not argv or argv[0].rsplit("/", 1)[-1] != "tox":
             continue
-        names.update(n for n in env.get("TOXENV", "").split(",") if n)
+        named = {n for n in env.get("TOXENV", "").split(",") if n}
+        names |= named
         words = list(argv[1:])
+        if not named and not any(w.startswith(("-e", "--env")) for w in words):
+            return frozenset({ANY_ENV})  # its env_list, or tox's default: any environment may be the one it runs
         for i, word in enumerate(words):
             value = None
             if word in ("-e", "--env", "-m", "--labels", "-f", "--factors") and i + 1 < len(words):
@@ -86,6 +90,40 @@ def tox_selected_envs(invocations: list[tuple[tuple[str, ...], dict[str, str]]])
     return frozenset({ANY_ENV}) if "ALL" in names else frozenset(names)
 
 
+def only_adds_envs(path: str, before: str | None, after: str | None, selected: frozenset[str]) -> bool:
+    """Whether the whole of a change to a tox configuration file (``tox.ini``, ``setup.cfg``,
+    ``pyproject.toml``) is tox environments no verify command selects: every section or table the
+    file has is the same before and after but those new ones. A comment or reformatting is no change."""
+    if before is None or after is None or ANY_ENV in selected:
+        return False
+    try:
+        if path.endswith(".toml"):
+            old, new = _flat_tables(tomllib.loads(before)), _flat_tables(tomllib.loads(after))
+        else:
+            old, new = _ini_sections(before), _ini_sections(after)
+    except (tomllib.TOMLDecodeError, configparser.Error):
+        return False
+    added = [k for k in new if k not in old]
+    envs = [k for k in added if _is_new_env(k, None, new[k], selected)]
+    inside = all(any(k.startswith(e + ".") for e in envs) for k in added if k not in envs)  # an env's own subtables
+    return bool(envs) and inside and all(new.get(k) == old.get(k) for k in old)
+
+
+def _ini_sections(text: str) -> dict[str, Any]:
+    parser = configparser.RawConfigParser()
+    parser.read_string(text)
+    return {name: dict(parser.items(name)) for name in parser.sections()}
+
+
+def _flat_tables(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A TOML document as ``{"tool.tox.env.docs": {its keys}}``: each table apart from the tables in it."""
+    out: dict[str, Any] = {prefix: {k: v for k, v in data.items() if not isinstance(v, dict)}}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flat_tables(value, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
 def _compare(path: str, before: str | None, after: str | None, selected: frozenset[str]) -> list[str]:
     name = path.rsplit("/", 1)[-1]
     extract = _EXTRACTORS.get(name)
@@ -94,8 +132,8 @@ def _compare(path: str, before: str | None, after: str | None, selected: frozens
     try:
         old, new = extract(before), extract(after)
     except _Unparsable:
-        return [f"{path} (does not parse, so its test configuration cannot be checked)"]
-    return [f"{path} {section}" for section in _differences(old, new, selected)]
+        return [f"{quoted(path)} (does not parse, so its test configuration cannot be checked)"]
+    return [f"{quoted(path)} {section}" for section in _differences(old, new, selected)]
 
 
 def _is_new_env(table: str, before: Any, after: Any, selected: frozenset[str]) -> bool:
@@ -193,9 +231,10 @@ def _table_differences(name: str, a: dict[str, Any], b: dict[str, Any], selected
         if x == y:
             continue
         if _is_new_env(f"{name}.{key}", x, y, selected):
-            out.append(f"[{name}.{key}] {NEW_ENV}")
+            out.append(f"[{name}.{quoted(key)}] {NEW_ENV}")
         elif _table_or_absent(x) and _table_or_absent(y):
-            out += _table_differences(f"{name}.{key}", x or {}, y or {}, selected)
+            # A key is the worker's text (a quoted TOML key can hold anything): shown quoted.
+            out += _table_differences(f"{name}.{quoted(key)}", x or {}, y or {}, selected)
         else:
             own_change = True
     if own_change or not out:

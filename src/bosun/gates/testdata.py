@@ -15,11 +15,13 @@ import tomllib
 from collections.abc import Callable
 
 from bosun.core.changes import FileChange
+from bosun.core.quoting import quoted
 from bosun.gates.testpaths import is_test_data
 
 
 def judge(
-    change: FileChange, base_text: Callable[[str], str | None], new_text: Callable[[str], str | None]
+    change: FileChange, base_text: Callable[[str], str | None], new_text: Callable[[str], str | None],
+    is_test_data: Callable[[str], bool] = is_test_data,
 ) -> tuple[list[str], list[str]] | None:
     """(refusals, notes) when the change touches test data, else None."""
     old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
@@ -28,18 +30,18 @@ def judge(
     if change.status[:1] == "A" or not is_test_data(old):
         return [], []  # new data adds cases
     if change.status[:1] == "D":
-        return [f"{old} (test data) deleted"], []
+        return [f"{quoted(old)} (test data) deleted"], []
     if not is_test_data(change.path):
-        return [f"{old} (test data) moved out of the tests to {change.path}"], []
+        return [f"{quoted(old)} (test data) moved out of the tests to {quoted(change.path)}"], []
     before, after = base_text(old), new_text(change.path)
     if before is None or after is None:  # binary: only deletion is visible
-        return [], [f"{change.path} (test data) changed"] if change.status[:1] != "R" else []
+        return [], [f"{quoted(change.path)} (test data) changed"] if change.status[:1] != "R" else []
     if before.strip() and not after.strip():
-        return [f"{change.path} (test data) emptied"], []
+        return [f"{quoted(change.path)} (test data) emptied"], []
     n_before, n_after = _entries(change.path, before), _entries(change.path, after)
     if n_before is not None and n_after is not None and n_after < n_before:
-        return [f"{change.path} (test data) has fewer entries ({n_before} before, {n_after} after)"], []
-    return [], [f"{change.path} (test data) changed"] if before != after else []
+        return [f"{quoted(change.path)} (test data) has fewer entries ({n_before} before, {n_after} after)"], []
+    return [], [f"{quoted(change.path)} (test data) changed"] if before != after else []
 
 
 def _entries(path: str, text: str) -> int | None:

@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from functools import cache
 
 from bosun.core.changes import FileChange, GateResult
+from bosun.core.quoting import quoted
 from bosun.gates.context import GateInputs, listing
-from bosun.gates.pynodes import dotted
-from bosun.gates.testpaths import TEST_DIRS, is_harness, is_python, is_test_module
+from bosun.gates.pynodes import dotted, import_names
+from bosun.gates.testpaths import TEST_DIRS, is_python
+from bosun.gates.testset import TestSet
 
 TEST_HARNESS_CHANGED = "TEST_HARNESS_CHANGED"
 
@@ -57,22 +59,23 @@ class Tamper:
 
 def check_test_harness(inputs: GateInputs) -> GateResult:
     is_project = _project_probe(inputs)
+    tests = inputs.tests
     refusals: list[str] = []
     changed: list[str] = []
     for change in inputs.changes:
         old = change.old_path if change.status[:1] == "R" and change.old_path else change.path
-        harness = is_harness(change.path) or is_harness(old)
+        harness = tests.is_harness(change.path) or tests.is_harness(old)
         if harness:
-            changed.append(f"{change.path} {_verb(change)}")
+            changed.append(f"{quoted(change.path)} {_verb(change)}")
         if change.status[:1] == "D" or not is_python(change.path):
             continue
-        if not (harness or is_test_module(change.path)):
+        if not (harness or tests.is_test_module(change.path)):
             continue
         before = inputs.base_text(old) if change.status[:1] != "A" else None
-        had = {t.key for t in tampering(before or "", change.path, is_project)}
-        for t in tampering(inputs.new_text(change.path) or "", change.path, is_project):
+        had = {t.key for t in tampering(before or "", change.path, is_project, tests)}
+        for t in tampering(inputs.new_text(change.path) or "", change.path, is_project, tests):
             if t.key not in had:
-                refusals.append(f"{change.path}:{t.line} {t.what}")
+                refusals.append(f"{quoted(change.path)}:{t.line} {t.what}")
     review = f"; harness changed: {listing(changed)}" if changed else ""
     if refusals:
         return GateResult(TEST_HARNESS_CHANGED, False, f"the test harness tampers with the tests: {listing(refusals)}{review}")
@@ -85,14 +88,14 @@ def _verb(change: FileChange) -> str:
     return {"A": "added", "D": "deleted", "R": "renamed"}.get(change.status[:1], "changed")
 
 
-def tampering(text: str, path: str, is_project: Callable[[str], bool]) -> list[Tamper]:
+def tampering(text: str, path: str, is_project: Callable[[str], bool], tests: TestSet | None = None) -> list[Tamper]:
     """What ``text`` (the file at ``path``) does to the code under test or the framework."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    harness = is_harness(path)
-    imports = _imports(tree)
+    harness = (tests or TestSet()).is_harness(path)
+    imports = import_names(tree)
     found: list[Tamper] = []
     for stmt in _scope(tree, harness):
         for node in ast.walk(stmt):
@@ -108,20 +111,6 @@ def tampering(text: str, path: str, is_project: Callable[[str], bool]) -> list[T
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in OUTCOME_HOOKS:
                 found.append(Tamper(stmt.lineno, f"defines {stmt.name}, a hook that can change test outcomes", stmt.name))
     return found
-
-
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted module (or module.attr) it was imported as; relative ones start with "."."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            for a in node.names:
-                names[a.asname or a.name] = f"{base}.{a.name}" if base and not base.endswith(".") else base + a.name
-    return names
 
 
 def _scope(tree: ast.Module, harness: bool) -> Iterator[ast.stmt]:

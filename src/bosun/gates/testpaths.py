@@ -1,15 +1,20 @@
-"""Which paths are tests, test harness or test data, by name alone.
+"""Which paths are tests, test harness or test data, by name alone: the fallback for files no
+runner's report names (:mod:`bosun.gates.testset` puts the two together).
 
-* A *test module* is a file a test runner collects: Python ``test_*.py``, ``*_test.py`` and
-  ``tests.py`` (pytest's defaults plus Django's); JS/TS ``*.test.*``, ``*.spec.*`` and any script under
-  ``__tests__/``; Go ``*_test.go``; Rust files under ``tests/``; Java/Kotlin ``*Test(s).java/.kt``;
-  Ruby ``*_spec.rb``, ``test_*.rb`` and ``*_test.rb``.
+The names are at least as broad as the runners' own defaults, so a test the verify commands do not
+select, or a run that reported nothing, is still seen as a test:
+
+* A *test module* is a file a test runner collects: Python ``test*.py`` (unittest's default pattern,
+  which covers pytest's ``test_*.py``, a root ``test.py`` and Django's ``tests.py``) and ``*_test.py``;
+  JS/TS ``*.test.*``, ``*.spec.*`` and any script under ``__tests__/``; Go
+  ``*_test.go``; Rust files under ``tests/``; Java/Kotlin ``*Test(s).java/.kt``; Ruby ``*_spec.rb``,
+  ``test_*.rb`` and ``*_test.rb``.
 * *Harness* is the code around the tests that runs with them: ``conftest.py`` anywhere, and every
   other Python or JS/TS module under a test directory (``__init__.py``, helpers, fixtures, setup files).
 * *Test data* is anything else under a test directory (``.json``, ``.toml``, ``.txt``, snapshots ...).
 
-Test directories are path components named ``tests``, ``test``, ``__tests__``, ``spec``, ``specs`` or
-``testdata`` (not ``testing``: ``numpy.testing``-style packages are library code).
+Test directories are path components named ``tests``, ``test``, ``testing``, ``__tests__``, ``spec``,
+``specs`` or ``testdata``.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from __future__ import annotations
 import re
 
 JS_SUFFIXES = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts")
-TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec", "specs", "testdata"})
+TEST_DIRS = frozenset({"tests", "test", "testing", "__tests__", "spec", "specs", "testdata"})
 
-_PY_TEST_NAME = re.compile(r"test_.*\.py|.*_test\.py|tests\.py")
+_PY_TEST_NAME = re.compile(r"test.*\.py|.*_test\.py")
 _JS_TEST_NAME = re.compile(r".*\.(?:test|spec)\.[cm]?[jt]sx?")
 _OTHER_TEST_NAME = re.compile(r".*_test\.go|.*Tests?\.(?:java|kt)|.*_spec\.rb|test_.*\.rb|.*_test\.rb")
 # Source files of languages whose tests the textual tripwire reads: under a test directory they

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bosun.core.quoting import quoted
 from bosun.gates.diffparse import FileDiff
 from bosun.gates.testpaths import JS_SUFFIXES
 
@@ -96,7 +97,7 @@ def added_markers(path: str, lang: Language, fdiff: FileDiff | None) -> list[str
     removed = sum(len(lang.markers.findall(text)) for _, text in fdiff.removed if not _is_comment(text, lang))
     if len(added) <= removed:
         return []  # markers moved or reworded, not added
-    return [f"{path}:{no} adds {marker}" for no, marker in added]
+    return [f"{quoted(path)}:{no} adds {quoted(marker)}" for no, marker in added]
 
 
 def fewer(path: str, lang: Language, before: str, after: str) -> list[str]:
@@ -104,7 +105,7 @@ def fewer(path: str, lang: Language, before: str, after: str) -> list[str]:
     for what, rx in (("assertions", lang.asserts), ("tests", lang.tests)):
         n_before, n_after = _count(rx, before, lang), _count(rx, after, lang)
         if n_after < n_before:
-            problems.append(f"{path} has fewer {what} ({n_before} before, {n_after} after)")
+            problems.append(f"{quoted(path)} has fewer {what} ({n_before} before, {n_after} after)")
     return problems
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core.changes import FileChange, GateResult
 from bosun.core.config import Settings
 from bosun.core.contract import TaskContract
+from bosun.core.outcomes import command_passed
 
 if TYPE_CHECKING:
     from bosun.store.run import Run
@@ -64,6 +65,7 @@ def evaluate(
     start commit (never the worktree); ``on_disk`` says the worktree holds exactly that tree now, so
     symlinks may be resolved in it."""
     from bosun.gates import GateInputs, run_gates
+    from bosun.gates.testset import OriginalRuns, TestSet
 
     worktree = Path(run.worktree)
     start = run.start_commit
@@ -102,6 +104,9 @@ def evaluate(
         source_detail=detail,
         new_bytes=new_bytes,
         base_paths=base_paths,
+        tests=TestSet.of_verification(verification),
+        originals=OriginalRuns.of_verification(verification),
+        verification=verification,
     )
     results = run_gates(ctx)
     escaped = escaped_writes(run) if on_disk else []
@@ -140,10 +145,12 @@ def escaped_writes(run: Run) -> list[str]:
 
 def _summary(verification: dict[str, Any]) -> str:
     cmds = verification.get("commands", [])
-    failed = [c for c in cmds if c.get("exit_code") != 0 or c.get("timed_out")]
+    failed = [c for c in cmds if not command_passed(c)]
     if not cmds:
         return "no verify commands"
     if not failed:
         return f"{len(cmds)} command(s) passed"
     first = failed[0]
-    return f"{len(failed)} of {len(cmds)} failed; first: {' '.join(first['argv'])} (exit {first.get('exit_code')})"
+    why = "the code under test tampered with its test runner" if first.get("exit_code") == 0 else \
+        f"exit {first.get('exit_code')}"
+    return f"{len(failed)} of {len(cmds)} failed; first: {' '.join(first['argv'])} ({why})"

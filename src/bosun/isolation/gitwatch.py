@@ -34,7 +34,8 @@ class Entry:
 Snapshot = dict[str, Entry]
 
 
-def _common_dir(repo: Path) -> Path:
+def common_dir(repo: Path) -> Path:
+    """The absolute git common dir of ``repo`` (its ``.git``, or the main repository's for a linked worktree)."""
     from bosun.isolation.git import git
 
     out = git(["rev-parse", "--path-format=absolute", "--git-common-dir"], repo).stdout.rstrip("\n")
@@ -74,7 +75,7 @@ def _admins(snap: Snapshot) -> set[str]:
 
 def take(repo: Path) -> tuple[Path, Snapshot]:
     """Save the watched files of ``repo``'s common git dir (absent files are remembered as absent)."""
-    common = _common_dir(repo)
+    common = common_dir(repo)
     snap: Snapshot = {}
     for path in _watched_paths(common):
         entry = _read(path)

@@ -21,17 +21,18 @@ from typing import Any, NamedTuple
 from bosun.core.changes import FileChange, GateResult
 from bosun.core.contract import TaskContract
 from bosun.core.globs import match_any
-from bosun.gates.testpaths import in_test_dir, is_test_file
+from bosun.core.outcomes import command_passed
+from bosun.gates.testset import TestSet, touched_tests
 from bosun.isolation.change import View, edit_tree, tree_entries
 
 HOLDOUT_TOUCHED = "HOLDOUT_TOUCHED"
 TESTS_REWRITTEN = "TESTS_REWRITTEN"
 
 
-def is_test_path(path: str) -> bool:
-    """A test file, or any file under a test directory (helpers, fixtures, data, conftest): the same
-    notion of "test" the TEST_WEAKENED gate uses."""
-    return is_test_file(path) or in_test_dir(path)
+def touched_test_paths(changes: list[FileChange], tests: TestSet) -> list[str]:
+    """The test paths (test files the runners reported or the names say, and anything under a test
+    directory) the change adds, edits, deletes or renames: the same notion TEST_WEAKENED uses."""
+    return touched_tests(tests, [p for c in changes for p in (c.path, c.old_path) if p])
 
 
 # -- holdout files ----------------------------------------------------------------------------------
@@ -91,17 +92,17 @@ def with_holdout(view: View, tree: str, full_start: str, hidden: list[str]) -> s
 # -- the original tests, held out --------------------------------------------------------------------
 
 
-def heldout_tree(view: View, start: str, tree: str, changes: list[FileChange]) -> HeldOut | None:
+def heldout_tree(view: View, start: str, tree: str, changes: list[FileChange], tests: TestSet) -> HeldOut | None:
     """``tree`` with every test path the change touched back as in ``start``, or None when the change
     touched no test path. Original tests whose subject the change deletes or renames cannot run on it
     and are taken out of their file (:mod:`bosun.gates.subjects`); ``excused`` names them."""
-    touched = sorted({p for c in changes for p in (c.path, c.old_path) if p and is_test_path(p)})
+    touched = touched_test_paths(changes, tests)
     if not touched:
         return None
     original = tree_entries(view, start)
     put = {p: original[p] for p in touched if p in original}
     remove = [p for p in touched if p not in original]
-    excused = _excuse_removed_subjects(view, start, tree, changes, put)
+    excused = _excuse_removed_subjects(view, start, tree, changes, put, tests)
     return HeldOut(edit_tree(view, tree, put, remove), touched, excused)
 
 
@@ -112,12 +113,12 @@ class HeldOut(NamedTuple):
 
 
 def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[FileChange],
-                             put: dict[str, tuple[str, str]]) -> list[str]:
+                             put: dict[str, tuple[str, str]], tests: TestSet) -> list[str]:
     from bosun.gates.subjects import strip_tests_of
     from bosun.gates.tests_weakened import removed_names
     from bosun.isolation.blobs import BlobReader
 
-    python_tests = [p for p in put if p.endswith(".py") and is_test_file(p)]
+    python_tests = [p for p in put if p.endswith(".py") and tests.is_test_file(p)]
     if not python_tests:
         return []
     excused: list[str] = []
@@ -127,7 +128,7 @@ def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[Fi
             data = blobs.read(rev, path)
             return None if data is None else data.decode("utf-8", "replace")
 
-        removed = set(removed_names(changes, lambda p: blob(start, p), lambda p: blob(tree, p)))
+        removed = set(removed_names(changes, lambda p: blob(start, p), lambda p: blob(tree, p), tests))
         for path in python_tests:
             text = blob(start, path)
             if text is None:
@@ -141,7 +142,7 @@ def _excuse_removed_subjects(view: View, start: str, tree: str, changes: list[Fi
 
 
 def _passed(cmd: dict[str, Any]) -> bool:
-    return cmd.get("exit_code") == 0 and not cmd.get("timed_out")
+    return command_passed(cmd)
 
 
 def rewritten_gate(task: TaskContract, worker: dict[str, Any], heldout: dict[str, Any] | None,
@@ -157,6 +158,10 @@ def rewritten_gate(task: TaskContract, worker: dict[str, Any], heldout: dict[str
         return GateResult(TESTS_REWRITTEN, False, "the task says tests: keep, but the change edits existing "
                           "test files: " + ", ".join(kept[:5]))
     if heldout is None:
+        if not worker.get("passed"):
+            # The originals are put back only on a change whose verification passed (VERIFY_FAILED refuses).
+            return GateResult(TESTS_REWRITTEN, True, "not checked: the verify commands fail on the change itself, "
+                              "so the original tests were not put back")
         return GateResult(TESTS_REWRITTEN, True, "no existing test was changed")
     broken: list[str] = []
     base_cmds = (baseline or {}).get("commands") or []

@@ -9,7 +9,8 @@ what would land (``build_landing``), and the one that moves the user's branch (`
 4. Verification re-runs on the merged result (plus the user's uncommitted work) in the run's
    worktree, before the user's branch moves.
 5. The user's branch is fast-forwarded the way ``git merge --ff-only`` would (local changes in
-   other files survive, staged stays staged). Nothing is ever pushed.
+   other files survive, staged stays staged), in whichever worktree has it checked out
+   (``isolation/user_branch.py``, the one place a user's branch moves). Nothing is ever pushed.
 
 Until ``move_branches``, nothing the user sees has changed: only objects were written. The engine
 (engine/integration.py) decides between the two calls, from what ``build_landing`` returns.
@@ -40,7 +41,6 @@ class Landing:
     landing: str  # base + the verified change
     head: str  # the source branch's tip, read once
     merged: str  # what the branch will point at: ``landing``, or its merge with ``head``
-    on_branch: bool  # the source branch is checked out (its work tree moves with it)
     reverification: dict[str, Any] | None = None  # the verify commands on the merged result, when asked
 
 
@@ -54,7 +54,7 @@ def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | N
     from bosun.isolation.change import tree_diff
     from bosun.isolation.git import resolve_commit
     from bosun.isolation.run_env import view_of
-    from bosun.isolation.snapshot import uncommitted_paths
+    from bosun.isolation.user_branch import check_move
 
     repo = Path(run.repo)
     tree = verified_tree(run)
@@ -76,16 +76,9 @@ def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | N
         ) from None
     head = resolve_commit(repo, f"refs/heads/{run.source_branch}")
     merged = landing if head == run.base else _merge(repo, head, landing, run.id, ident)
-    on_branch = checked_out_branch(repo) == run.source_branch
-    if on_branch:
-        overlap = sorted(uncommitted_paths(repo) & changed_between(repo, head, merged))
-        if overlap:
-            raise Conflict(
-                "your uncommitted changes overlap the files this change touches: " + ", ".join(overlap[:5]),
-                "commit or stash those files yourself, then run `bosun integrate` again",
-                code="OVERLAPS_UNCOMMITTED",
-            )
-    found = Landing(ident, landing, head, merged, on_branch)
+    # Every refusal comes before a re-verification is spent.
+    check_move(repo, run.source_branch, head, merged, again=f"run `bosun integrate {run.id}` again")
+    found = Landing(ident, landing, head, merged)
     if reverify and task.verify:
         target = _reverify_target(run, merged, scratch)
         found.reverification = {**reverify_merged(run, task, target), "commit": target}
@@ -93,17 +86,14 @@ def build_landing(run: Run, task: TaskContract, *, approved_diff_sha256: str | N
 
 
 def move_branches(run: Run, found: Landing) -> None:
-    """The user's branch to the merged result (fast-forward, as ``git merge --ff-only``), and the
-    run's branch to its landing commit."""
+    """The user's branch to the merged result (fast-forward, as ``git merge --ff-only``, its checkout
+    wherever it is with it), and the run's branch to its landing commit."""
     from bosun.isolation.git import git
-    from bosun.isolation.worktree import fast_forward_user_branch
+    from bosun.isolation.user_branch import move_branch
 
     repo = Path(run.repo)
-    branch = run.source_branch
-    if found.on_branch:
-        fast_forward_user_branch(repo, branch, found.head, found.merged)
-    else:
-        git(["update-ref", f"refs/heads/{branch}", found.merged, found.head], repo)
+    move_branch(repo, run.source_branch, found.head, found.merged, message=f"bosun: integrate run {run.id}",
+                again=f"run `bosun integrate {run.id}` again")
     git(["update-ref", f"refs/heads/{run.branch}", found.landing], repo)
 
 
@@ -144,13 +134,6 @@ def _ident_env(ident: tuple[str, str]) -> dict[str, str]:
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
-def changed_between(repo: Path, a: str, b: str) -> set[str]:
-    from bosun.isolation.git import git
-
-    out = git(["diff", "--name-only", "-z", "--no-renames", a, b], repo).stdout
-    return {p for p in out.split("\0") if p}
-
-
 def _reverify_target(run: Run, merged: str, scratch: Path) -> str:
     """The commit re-verification runs on: the merged result plus the user's uncommitted work if the
     run carried it (when that still applies)."""
@@ -176,8 +159,7 @@ def reverify_merged(run: Run, task: TaskContract, target: str) -> dict[str, Any]
     fresh HOME. The worktree is put back to the verified tree afterwards."""
     from bosun.isolation.change import materialize
     from bosun.isolation.git import tree_of
-    from bosun.isolation.run_env import view_of
-    from bosun.isolation.verification import run_verify_commands
+    from bosun.isolation.run_env import run_verify_commands, view_of
 
     view = view_of(run)
     try:

@@ -254,7 +254,8 @@ def _make_idle(store: Store, repo: str, slot: Path, size: int, start: str | None
     idle = sum(1 for r in pool_rows(store, repo) if r["state"] == IDLE)
     try:
         if idle >= size:
-            raise BosunError("the pool is full", "")
+            raise BosunError("the pool is full", "the checkout is removed instead of kept idle; a larger "
+                             "[pool] size in bosun.toml keeps more")
         _reset(slot, start or _head(slot))
         head = _head(slot)
     except BosunError:

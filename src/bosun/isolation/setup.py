@@ -329,6 +329,12 @@ def read_manifest(run_dir: Path) -> Environment | None:
     return Environment.from_dict(doc)
 
 
+
+def linked_reads(run_dir: Path) -> tuple[Path, ...]:
+    """What set-up linked into the run's worktree: a process whose reads are confined may still read it."""
+    env = read_manifest(run_dir)
+    return tuple(Path(t) for t in env.links.values()) if env else ()
+
 def write_manifest(run_dir: Path, env: Environment) -> None:
     from bosun.core.fileio import write_text_atomic
 

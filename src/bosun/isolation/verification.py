@@ -13,32 +13,35 @@ own. In order:
    represented faithfully (a replaced ``.git`` pointer, a nested repository) fails closed and is
    never verified.
 4. The worktree is made to hold exactly that tree (every other file removed, ignored ones
-   included), and the verify commands run there with a fresh HOME made after the worker stopped.
-5. Gates judge the tree (file contents come from its blobs, not from disk). ``approve`` recomputes
-   them from the recorded tree id (:func:`gates_for_tree`).
+   included), and the verify commands run there with a fresh HOME made after the worker stopped;
+   then the other trees of the proof matrix (:mod:`bosun.isolation.matrix`): the original tests on
+   the change's code, the change's tests on the start tree's code, each compared test by test with
+   the start tree's run.
+5. Gates judge the tree (file contents come from its blobs, not from disk), handed the test files
+   the runners reported and how the original tests ran. ``approve`` recomputes them from the
+   recorded tree id and verification (:func:`gates_for_tree`).
 
-The engine gives the inputs (the run, its task, its settings, the refusals it already knows) and
-gets back one value to prove, record and judge (engine/checking.py); it does not reach the tree
-itself in between.
+The engine gives the inputs (the run, its task, its settings, the refusals it already knows, the
+start tree's run as it takes it) and gets back one value to prove, record and judge
+(engine/checking.py); it does not reach the tree itself in between.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bosun.core import paths
 from bosun.core.changes import GateResult
 from bosun.core.config import Settings
 from bosun.core.contract import Mode, TaskContract
+from bosun.gates.testset import TestSet
 from bosun.isolation.change import Change, View, tree_changes, tree_diff
 from bosun.isolation.run_env import view_of
 
 if TYPE_CHECKING:
     from bosun.isolation.heldout import HeldOut
+    from bosun.isolation.matrix import Before, Matrix
     from bosun.store.run import Run
 
 
@@ -60,6 +63,7 @@ class TreeVerified:
     kept_tests_changed: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
     discarded: Change | None = None  # a read-only run's writes, taken out before the change was read
+    tests: TestSet = field(default_factory=TestSet)  # the test files, as the runners reported them
 
     @property
     def ran(self) -> bool:
@@ -67,8 +71,10 @@ class TreeVerified:
         return not self.verification.get("skipped")
 
 
-def verify_worked(run: Run, task: TaskContract, settings: Settings, refusals: list[GateResult]) -> TreeVerified:
+def verify_worked(run: Run, task: TaskContract, settings: Settings, refusals: list[GateResult],
+                  before: Before | None = None) -> TreeVerified:
     """Stop what the worker left running, read its change, verify exactly those bytes and gate them.
+    ``before`` is the start tree's run (the baseline) as the engine takes it, None without one.
 
     Fail closed: with ``refusals`` (or problems in the change itself) no verify command runs."""
     from bosun.isolation.change import read_change
@@ -79,11 +85,13 @@ def verify_worked(run: Run, task: TaskContract, settings: Settings, refusals: li
     view = view_of(run)  # one view for the whole verification (a run prepared before views gets it here)
     discarded = _take_out_read_only_writes(run, task, view)
     change = read_change(view)
-    verification, gates, held, heldout_doc = verify_change(run, task, change, refusals, view)
+    verification, gates, matrix = verify_change(run, task, change, refusals, view, before)
     diff, tree_gates = gates_for_tree(run, task, settings, change.tree, verification,
                                       on_disk=not verification.get("skipped"), scanned=change)
-    return TreeVerified(change, diff, verification, gates, tree_gates, held, heldout_doc,
-                        _kept_tests_changed(task, change), killed, discarded)
+    tests = matrix.tests if matrix else TestSet()
+    return TreeVerified(change, diff, verification, gates, tree_gates, matrix.held if matrix else None,
+                        matrix.heldout if matrix else None, _kept_tests_changed(task, change, tests), killed,
+                        discarded, tests)
 
 
 def _take_out_read_only_writes(run: Run, task: TaskContract, view: View) -> Change | None:
@@ -101,80 +109,53 @@ def _take_out_read_only_writes(run: Run, task: TaskContract, view: View) -> Chan
     return change
 
 
-def fresh_verify_home(run_id: str) -> Path:
-    """A HOME nobody could have prepared: created now, under a random name, after the worker stopped."""
-    rdir = paths.run_dir(run_id)
-    rdir.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="verify-home-", dir=rdir))
-
-
-def run_verify_commands(task: TaskContract, run: Run, workdir: Path) -> dict[str, Any]:
-    """The task's verify commands in ``workdir`` with the run's set-up put back, a fresh HOME and the
-    kernel confinement verification runs under."""
-    from bosun.isolation.run_env import before_verify, with_run_env
-    from bosun.isolation.verify_commands import run_verification, verify_confinement
-
-    before_verify(run, workdir)  # the set-up the worker had, whatever it did to it
-    task = with_run_env(task, run)
-
-    home = fresh_verify_home(run.id)
-    try:
-        return run_verification(task, workdir, home, confine=verify_confinement(Path(run.repo), workdir, home))
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
 def problem_gates(change: Change) -> list[GateResult]:
     return [GateResult(p.code, False, p.detail) for p in change.problems]
 
 
 def verify_change(
-    run: Run, task: TaskContract, change: Change, refusals: list[GateResult], view: View
-) -> tuple[dict[str, Any], list[GateResult], HeldOut | None, dict[str, Any] | None]:
-    """Run the verify commands on exactly the change (plus the holdout files), then the original tests
-    held out when the change touched tests. Returns the verification doc, the gates that decided what
-    ran, and the held-out tree with its run when it was verified.
+    run: Run, task: TaskContract, change: Change, refusals: list[GateResult], view: View,
+    before: Before | None = None,
+) -> tuple[dict[str, Any], list[GateResult], Matrix | None]:
+    """Run the verify commands on exactly the change (plus the holdout files), and the other trees of
+    the proof matrix. Returns the verification doc (the change's run, with the start tree's, the
+    held-out originals' and the own tests' beside it), the gates that decided what ran, and the
+    matrix when it ran.
 
     Fail closed: with ``refusals`` (or problems in the change itself) nothing is run at all.
     """
-    from bosun.isolation.change import materialize
-    from bosun.isolation.heldout import heldout_tree, holdout_gate, with_holdout
+    from bosun.isolation.heldout import holdout_gate
+    from bosun.isolation.matrix import run_matrix
     from bosun.isolation.run_env import environment_gates
 
     refusals = problem_gates(change) + refusals + environment_gates(run)
     if refusals:
         skipped: dict[str, Any] = {"passed": False if task.verify else None, "commands": [], "tree": change.tree,
                                    "skipped": "not run: " + "; ".join(g.detail for g in refusals)}
-        return skipped, refusals, None, None
-    hold = run.data.holdout or {}
-    hidden, full_start = hold.get("paths") or [], hold.get("full_start") or run.start_commit
+        return skipped, refusals, None
     gates = holdout_gate(task, change.changes)
     if not all(g.ok for g in gates):
-        return {"passed": False, "commands": [], "tree": change.tree, "skipped": gates[0].detail}, gates, None, None
-    held = heldout_doc = None
-    try:
-        materialize(view, with_holdout(view, change.tree, full_start, hidden))
-        verification = run_verify_commands(task, run, view.worktree)
-        held = heldout_tree(view, run.start_commit, change.tree, change.changes) \
-            if task.mode == Mode.code and verification["passed"] else None
-        if held is not None:
-            materialize(view, with_holdout(view, held.tree, full_start, hidden))
-            heldout_doc = run_verify_commands(task, run, view.worktree)
-            verification["heldout"] = {**heldout_doc, "tree": held.tree, "paths": held.paths, "excused": held.excused}
-    finally:
-        materialize(view, change.tree)  # holdout files and original tests leave the worktree again
+        return {"passed": False, "commands": [], "tree": change.tree, "skipped": gates[0].detail}, gates, None
+    matrix = run_matrix(run, task, change, view, before)
+    verification = matrix.change
+    if matrix.baseline is not None:
+        verification["baseline"] = matrix.baseline
+    if matrix.held is not None and matrix.heldout is not None:
+        held = matrix.held
+        verification["heldout"] = {**matrix.heldout, "tree": held.tree, "paths": held.paths, "excused": held.excused}
+    if matrix.own is not None:
+        verification["own"] = matrix.own
+    verification["test_files"] = sorted(matrix.tests.reported)
     verification["tree"] = change.tree
-    return verification, gates, held, heldout_doc
+    return verification, gates, matrix
 
 
-def _kept_tests_changed(task: TaskContract, change: Change) -> list[str]:
+def _kept_tests_changed(task: TaskContract, change: Change, tests: TestSet) -> list[str]:
     """Existing test files the change edits, renames or deletes (refused under ``tests: keep``)."""
-    from bosun.isolation.heldout import is_test_path
-
     if task.tests != "keep":
         return []
     return sorted({p for c in change.changes if c.status[:1] != "A"
-                   for p in (c.path, c.old_path) if p and is_test_path(p)})
+                   for p in (c.path, c.old_path) if p and tests.is_test_path(p)})
 
 
 def gates_for_tree(

@@ -8,7 +8,10 @@ exit code, duration and the tail of its output.
 
 The environment keeps Python from reading anything outside the tree that a worker could have
 prepared: no user site-packages (``PYTHONNOUSERSITE``), no bytecode written or trusted from a cache
-directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache.
+directory the tree does not hold (``PYTHONDONTWRITEBYTECODE``), no pytest cache, and no relative
+``PATH`` entry (one would find programs in the tree). Every command runs under the runner guard
+(:mod:`bosun.isolation.runner_guard`): its Python processes report to bosun what the code under test
+did to the test runner, and the command's entry carries that report as ``runner``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 
 from bosun import proc
 from bosun.core.contract import TaskContract, VerifyCommand
+from bosun.gates.invocations import runner_of
+from bosun.isolation.test_reports import clear_report, read_junit, read_unittest, report_path, unittest_files
 
 DEFAULT_VERIFY_TIMEOUT_S = 600.0
 OUTPUT_TAIL_CHARS = 4000
@@ -34,7 +39,7 @@ SHOW_PROGRESS: ContextVar[Callable[[str], AbstractContextManager[None]] | None] 
 
 
 # Set by bosun for every verify command; an entry's own ``env`` may add variables but not change these.
-PINNED = ("HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE")
+PINNED = ("HOME", "TMPDIR", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE", "BOSUN_RUNNER_GUARD")
 
 
 def verify_env(home: Path) -> dict[str, str]:
@@ -52,9 +57,13 @@ def verify_env(home: Path) -> dict[str, str]:
 
 
 def run_verification(task: TaskContract, worktree: Path, home: Path, default_timeout: float | None = None,
-                     confine: Any = None, should_stop: Any = None) -> dict[str, Any]:
+                     confine: Any = None, should_stop: Any = None, addopts: str = "") -> dict[str, Any]:
     """Run every verify command in ``worktree``; ``confine`` (a ``bosun.sandbox.Confinement``) applies
-    the kernel sandbox to them, as to the worker: they run the worker's code."""
+    the kernel sandbox to them, as to the worker: they run the worker's code. ``addopts`` go to every
+    pytest as well (a run of bosun's own that asks more of pytest than the task does), ``{tree}`` in
+    them standing for ``worktree``."""
+    from bosun.isolation.runner_guard import open_guard
+
     (home / "tmp").mkdir(parents=True, exist_ok=True)
     env = verify_env(home)
     commands = []
@@ -74,22 +83,40 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
             passed = False
             commands.append(entry)
             continue
-        cmd_env = {**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}}
-        # pytest reports every test's outcome to a file of bosun's: the proof can then name tests.
+        cmd_env = proc.without_relative_path({**env, **{k: v for k, v in cmd.env.items() if k not in PINNED}})
+        # pytest reports every test's outcome, and the file it ran it from, to a file of bosun's: the
+        # proof then names tests, and the test-integrity checks know which files are tests.
         auto_junit = home / "junit" / f"{len(commands)}.xml"
         auto_junit.parent.mkdir(parents=True, exist_ok=True)
         auto_junit.unlink(missing_ok=True)
-        cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "") + f" --junitxml={auto_junit}").strip()
+        cmd_env["PYTEST_ADDOPTS"] = (cmd_env.get("PYTEST_ADDOPTS", "")
+                                     + f" -o junit_family=xunit1 --junitxml={auto_junit} "
+                                     + addopts.replace("{tree}", str(worktree))).strip()
+        runner = runner_of(cmd)
+        own_reports = reports_of(cmd, worktree)
+        for path in own_reports:
+            clear_report(path, worktree)
+        if runner:
+            entry["runner"] = runner
         show = SHOW_PROGRESS.get()
+        guard = open_guard(home, worktree, len(commands))
+        started: list[int] = []
         try:
             with show(" ".join(argv)) if show is not None else nullcontext():
-                res = proc.run_supervised(argv, cwd=cwd, env=cmd_env, timeout_s=timeout, stdout_grace_s=1.0,
-                                          confine=confine, should_stop=should_stop)
+                res = proc.run_supervised(argv, cwd=cwd, env=guard.env(cmd_env), timeout_s=timeout, stdout_grace_s=1.0,
+                                          confine=guard.confined(confine), should_stop=should_stop,
+                                          on_start=started.append)
         except (FileNotFoundError, PermissionError) as exc:
+            guard.close(None, None, None)
             entry.update(exit_code=127, duration_s=0.0, timed_out=False, output_tail=f"cannot run {argv[0]}: {exc}")
             passed = False
             commands.append(entry)
             continue
+        except BaseException:
+            guard.close(None, None, None)
+            raise
+        junit = cwd / cmd.junit if cmd.junit else auto_junit
+        entry["guard"] = guard.close(started[0] if started else None, res.exit_code, junit)
         ok = res.ok
         entry.update(
             exit_code=res.exit_code,
@@ -105,42 +132,87 @@ def run_verification(task: TaskContract, worktree: Path, home: Path, default_tim
             passed = False
             commands.append(entry)
             break
-        tests = read_junit(cwd / cmd.junit if cmd.junit else auto_junit)
+        tests = read_report(runner, [*own_reports, auto_junit], res, worktree, cwd,
+                            discovered_files(cmd, worktree) if runner == "unittest" else None)
         if tests is not None:
             entry["tests"] = tests
+            disagreement = disagrees(res.exit_code, tests)
+            if disagreement:
+                entry["report_disagrees"] = disagreement
+                ok = False
         passed = passed and ok
         commands.append(entry)
     return {"passed": passed if task.verify else None, "commands": commands}
 
 
-MAX_TEST_IDS = 5000
+def reports_of(cmd: VerifyCommand, worktree: Path) -> list[Path]:
+    """The report files a verify entry writes itself, inside the tree: its ``junit`` file, and the
+    ``--junitxml`` of a pytest it runs (which overrides bosun's own)."""
+    from bosun.gates.invocations import entry_invocations, python_module
+
+    found: list[Path] = []
+    if cmd.junit:
+        found.append(worktree / (cmd.cwd or "") / cmd.junit)
+    for inv in entry_invocations(cmd):
+        if inv.program in ("pytest", "py.test") or python_module(inv) == "pytest":
+            named = report_path(list(inv.argv))
+            if named and not Path(named).is_absolute():
+                found.append(worktree / inv.cwd / named)
+    return [p for p in found if _within(p, worktree)]
 
 
-def read_junit(path: Path) -> dict[str, list[str]] | None:
-    """``{passed, failed, skipped}`` test ids from a JUnit XML file; None when there is none."""
-    import xml.etree.ElementTree as ET
+def discovered_files(cmd: VerifyCommand, worktree: Path) -> list[str]:
+    """The files the ``python -m unittest`` of a verify entry runs tests from."""
+    from bosun.gates.invocations import entry_invocations, python_module
 
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return None
-    out: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
-    for case in root.iter("testcase"):
-        name = f"{case.get('classname') or ''}::{case.get('name') or ''}".lstrip(":")
-        kinds = {child.tag for child in case}
-        key = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
-        if len(out[key]) < MAX_TEST_IDS:
-            out[key].append(name)
+    out: list[str] = []
+    for inv in entry_invocations(cmd):
+        if python_module(inv) == "unittest":
+            args = list(inv.argv[inv.argv.index("unittest") + 1:]) if "unittest" in inv.argv else []
+            out += unittest_files(args, worktree, worktree / inv.cwd)
     return out
+
+
+def _within(path: Path, root: Path) -> bool:
+    import os.path
+
+    return os.path.normpath(path).startswith(os.path.normpath(root) + os.sep)
+
+
+def read_report(runner: str | None, junit_files: list[Path], res: Any, worktree: Path,
+                cwd: Path, files: list[str] | None = None) -> dict[str, Any] | None:
+    """The per-test report of one command: the first JUnit file it wrote, else unittest's summary
+    (with ``files``, those its discovery runs)."""
+    for path in junit_files:
+        found = read_junit(path, worktree, cwd)
+        if found is not None:
+            return found
+    if runner == "unittest":
+        return read_unittest(res.stderr.text() + "\n" + res.stdout.text(), worktree, cwd, files)
+    return None
+
+
+def disagrees(exit_code: int | None, tests: dict[str, Any]) -> str | None:
+    """A sentence when the exit code and the runner's report contradict each other: exit 0 with
+    failures reported is a failure, whatever the exit code says."""
+    failed = tests["counts"]["failed"] + len(tests["collect_errors"])
+    if exit_code == 0 and failed:
+        return f"exited 0, but its report lists {failed} failing test(s)"
+    if exit_code not in (0, None) and tests["count"] and not failed:
+        return f"its report lists every test as passed or skipped, but it exited {exit_code}"
+    return None
 
 
 def verify_commit(
     repo: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str,
-    confine_to: Any = None, should_stop: Any = None,
+    confine_to: Any = None, should_stop: Any = None, prepare: Callable[[Path], None] | None = None,
+    addopts: str = "",
 ) -> dict[str, Any]:
     """Run ``commands`` on ``commit`` in a temporary detached worktree under ``workdir``, then remove it.
 
-    ``confine_to(worktree, home)`` returns the kernel sandbox for the commands (or None)."""
+    ``confine_to(worktree, home)`` returns the kernel sandbox for the commands (or None);
+    ``prepare(worktree)`` changes the checkout before they run (the own-tests run lays the change's
+    test files over it)."""
     import shutil
 
     from bosun.isolation.git import git
@@ -151,11 +223,29 @@ def verify_commit(
     shutil.rmtree(wt, ignore_errors=True)
     wt.parent.mkdir(parents=True, exist_ok=True)
     git(["worktree", "add", "--quiet", "--detach", str(wt), commit], repo)
+    pointer = (wt / ".git").read_bytes()
     try:
-        return verify_checkout(wt, commit, commands, workdir, title, confine_to, should_stop)
+        return verify_checkout(wt, commit, commands, workdir, title, confine_to, should_stop, prepare, addopts)
     finally:
+        _put_back(wt / ".git", pointer)  # the commands ran code that could write it: git removes what it made
         remove_worktree(repo, wt, None, delete_branch=False)
         shutil.rmtree(wt, ignore_errors=True)
+
+
+def _put_back(gitfile: Path, pointer: bytes) -> None:
+    """The checkout's ``.git`` file as ``git worktree add`` wrote it, whatever replaced it since."""
+    import shutil
+
+    try:
+        if not gitfile.is_symlink() and gitfile.is_file() and gitfile.read_bytes() == pointer:
+            return
+        if gitfile.is_dir() and not gitfile.is_symlink():
+            shutil.rmtree(gitfile)
+        else:
+            gitfile.unlink(missing_ok=True)
+        gitfile.write_bytes(pointer)
+    except OSError:
+        pass  # the removal below then fails and says so
 
 
 def verify_worktree(workdir: Path) -> Path:
@@ -169,29 +259,27 @@ def verify_worktree(workdir: Path) -> Path:
 
 def verify_checkout(
     wt: Path, commit: str, commands: list[VerifyCommand], workdir: Path, title: str,
-    confine_to: Any = None, should_stop: Any = None,
+    confine_to: Any = None, should_stop: Any = None, prepare: Callable[[Path], None] | None = None,
+    addopts: str = "",
 ) -> dict[str, Any]:
     """Run ``commands`` in ``wt``, a checkout of ``commit`` the caller made and removes or resets."""
     import shutil
 
     home = workdir / "verify-home"
+    if prepare is not None:
+        prepare(wt)
     try:
         task = TaskContract(title=title[:200] or "plan", prompt="plan verification", verify=commands)
         result = run_verification(task, wt, home, confine=confine_to(wt, home) if confine_to else None,
-                                  should_stop=should_stop)
+                                  should_stop=should_stop, addopts=addopts)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     result["commit"] = commit
     return result
 
 
-def verify_confinement(repo: Path, workdir: Path, home: Path) -> Any:
-    """The kernel sandbox for verify commands (they run the worker's code): writes only in the tree
-    being verified and the verification's own HOME. None when the sandbox is off or unavailable
-    (``required`` already refused the run before its worker started)."""
-    from bosun.core.config import load_settings
-    from bosun.sandbox import Confinement, probe
+def verify_confinement(repo: Path, workdir: Path, home: Path, reads: tuple[Path, ...] = ()) -> Any:
+    """The kernel sandbox for verify commands (they run the worker's code): ``isolation/confinement.py``."""
+    from bosun.isolation.confinement import verify_confinement as confinement
 
-    if load_settings(repo).sandbox == "off" or probe().mechanism == "none":
-        return None
-    return Confinement(writable=(workdir, home))
+    return confinement(repo, workdir, home, reads)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.fileio import read_json
 from bosun.core.paths import run_dir
+from bosun.core.quoting import WORKER_WORDS, untrusted_fields
 from bosun.engine.results import run_result
 
 if TYPE_CHECKING:
@@ -52,18 +53,34 @@ def file_changes(diff_text: str) -> list[dict[str, Any]]:
 def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, Any] | None,
             error: Mapping[str, Any] | None) -> str:
     """The verdict in a sentence, said first: what bosun decided and what the parent does about it."""
-    from bosun.engine.verdict import LANDABLE, NEEDS_REVIEW, codes, one_line, waits_for_a_person
+    from bosun.engine.verdict import (
+        LANDABLE,
+        NEEDS_REVIEW,
+        OWN_TESTS_PROOF,
+        codes,
+        one_line,
+        waits_for_a_person,
+    )
 
     if v is None:
         return f"{state}: not judged yet" + (f" ({error.get('message')})" if error else "")
     head = one_line(v)
+    if waits_for_a_person(v) and codes(v) == [OWN_TESTS_PROOF]:
+        return (f"{head}: proven only by the worker's own tests. Read own_tests (each test's source, the worker's "
+                "text); if they state what the task asks, approve with acknowledge=['OWN_TESTS_PROOF'] on your own "
+                "reading; if not, discard it or delegate again.")
     if waits_for_a_person(v):
         reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in v["reasons"])
         return (f"{head}: a person must decide. Read these reasons to your person before approving: {reasons}. "
-                f"Approve with acknowledge={codes(v)} only after they said yes; never acknowledge on their behalf.")
+                f"{WORKER_WORDS} Approve with acknowledge={codes(v)} only after they said yes; never acknowledge on "
+                "their behalf.")
     if v["outcome"] == NEEDS_REVIEW:
         return f"{head}; the run is {state}"
     if v["outcome"] == LANDABLE and state == "verified":
+        if (verification or {}).get("proven_by") == "own_tests":
+            return ("landable: verified and proven by the worker's own tests, which fail without the change and "
+                    "pass with it (bosun ran both); the cross-review read them and left nothing open, and every "
+                    "gate is green")
         if (verification or {}).get("proven"):
             return ("landable: verified and proven: the verify commands failed before the change and pass with "
                     "it (bosun ran both), and every gate is green")
@@ -75,8 +92,11 @@ def summary(v: Mapping[str, Any] | None, state: str, verification: Mapping[str, 
 
 
 def next_step(v: Mapping[str, Any] | None, state: str) -> str:
-    from bosun.engine.verdict import codes, waits_for_a_person
+    from bosun.engine.verdict import OWN_TESTS_PROOF, codes, waits_for_a_person
 
+    if state == "verified" and waits_for_a_person(v) and codes(v) == [OWN_TESTS_PROOF]:
+        return ("read own_tests: if the tests state what the task asks, call approve with "
+                "acknowledge=['OWN_TESTS_PROOF']; if not, discard")
     if state == "verified" and waits_for_a_person(v):
         return (f"a person must decide: read verdict.reasons to your person (call diff if they want to see the "
                 f"change); if they say yes, call approve with acknowledge={codes(v)}; if not, discard")
@@ -126,6 +146,7 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
         "verification": None if ver is None else {"passed": ver.get("passed"), "commands": commands},
         # The fail-to-pass proof: the verify commands failed on the start tree and pass on the change.
         "proven": (ver or {}).get("proven"),
+        "proven_by": (ver or {}).get("proven_by"),
         "proof": (ver or {}).get("proof"),
         "files_changed": file_changes(diff_text),
         "diff_sha256": full.get("diff_sha256"),
@@ -135,9 +156,13 @@ def compact_result(run: Run, include_diff: bool = False, done: bool = True) -> d
         "merged_commit": full.get("merged_commit"),
         "next": next_step(v, run.state),
     }
-    for key in ("review", "unenforced"):
+    for key in ("review", "unenforced", "warnings", "landing_refused"):
         if full.get(key) is not None:
             out[key] = full[key]
+    if ver is not None and ver.get("own_tests"):
+        # A few lines of test instead of the diff: each test's source as the worker wrote it (untrusted).
+        out["own_tests"] = ver["own_tests"]
     if include_diff:
         out["diff"] = diff_text
+    out["untrusted_fields"] = untrusted_fields(out)
     return out

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import BadInput, BosunError, Busy
+from bosun.core.quoting import WORKER_WORDS
 
 if TYPE_CHECKING:
     from bosun.core.result_types import RunResult
@@ -157,19 +158,29 @@ def is_done(run: Run) -> bool:
 
 
 def end_review(c: RunContext, run_id: str) -> None:
-    """Read the parent's tokens since delegate once, and refresh the receipt with them."""
+    """The parent's review ended: its window since delegate is closed (read now, or again while its
+    log did not hold the window's end), and the receipt refreshed with it."""
     from bosun.engine.run_report import write_report
-    from bosun.parents.meter import finish
+    from bosun.parents.meter import close_window
 
-    run = c.store.require_run(run_id)
-    data = run.data
-    if data.parent_meter is None or data.parent_measured is not None:
+    if not close_window(c.store, run_id):
         return
-    c.store.merge_data(run_id, parent_measured=finish(data.parent_meter))
     try:
         write_report(c, c.store.require_run(run_id))
     except BosunError:
         pass  # the receipt is refreshed by the next `bosun report`
+
+
+def reread_receipt(run: Run) -> Run:
+    """The parent reads the run: a measurement of it still pending is read again first."""
+    from bosun.engine.run_report import reread_parent
+    from bosun.parents.meter import pending
+
+    if pending(run):
+        c = ctx()
+        if reread_parent(c, run):
+            return c.store.require_run(run.id)
+    return run
 
 
 # --- the other verbs ----------------------------------------------------------------------------
@@ -217,7 +228,7 @@ def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
     reasons = "; ".join(f"{r['code']}: {r['sentence']}" for r in (judged["reasons"] if judged else []))
     out = NeedsReview(
         f"run {run_id} needs review: a person must decide. Read these reasons to your person before approving: "
-        + (reasons or err.message),
+        + (reasons or err.message) + f". {WORKER_WORDS}",
         f"once your person said yes, call approve with acknowledge={codes}; never acknowledge on their behalf "
         "without asking; or discard the run",
     )
@@ -226,14 +237,11 @@ def _needs_review(c: RunContext, run_id: str, err: BosunError) -> BosunError:
 
 
 def integrate(c: RunContext, run_id: str, reverify: bool) -> RunResult:
-    from bosun.engine.lifecycle import integrate as do_integrate
-    from bosun.engine.lifecycle import report
+    from bosun.engine.lifecycle import land
 
-    with run_guard(run_id):
-        run = do_integrate(c, run_id, reverify=None if reverify else False)
-        end_review(c, run_id)
-        report(c, run_id)  # the record, then the worktree's cleanup
-    return run_json(c, run.id)
+    with run_guard(run_id):  # the record, then the worktree's cleanup
+        land(c, run_id, reverify=None if reverify else False, before_report=lambda: end_review(c, run_id))
+    return run_json(c, run_id)
 
 
 def revert(c: RunContext, run_id: str, onto_worktree: bool) -> dict[str, Any]:

@@ -1,9 +1,13 @@
 """The parent measured: its real tokens between ``delegate`` and the end of its review.
 
 At ``delegate`` bosun notes who the parent is, which session log it writes and the time. When the
-parent ends its review (approve, integrate, discard or cancel), bosun reads the tokens that log
-recorded in between and stores them next to the estimate. Anything unknown is recorded as "not
-measured" with the reason; no figure is ever invented.
+parent ends its review (approve, integrate, discard or cancel), the window closes: its end is that
+call's time. The window is read once it is complete, which it is not yet at that call: the parent's
+host writes the turn that made the call after the call returns. Until the log holds a line written
+after the window's end, the record says ``pending`` and holds no figure; it is read again at the
+parent's next call on the run, when the receipt is written (``report``) and when it is read (the MCP
+``result`` and ``wait``, ``savings``). A complete reading names the turns it counted. Anything
+unknown is recorded as "not measured" with the reason; no figure is ever invented.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.parents.sessionlogs import (
     CLAUDE,
@@ -22,6 +26,10 @@ from bosun.parents.sessionlogs import (
     find_claude_log,
     find_codex_log,
 )
+
+if TYPE_CHECKING:
+    from bosun.store.db import Store
+    from bosun.store.run import Run
 
 # Names a user or host may put in PARENT_AGENT, and the MCP client names hosts announce.
 _ALIASES = {"claude": CLAUDE, "claude-code": CLAUDE, "claude_code": CLAUDE, "claudecode": CLAUDE,
@@ -71,9 +79,10 @@ def start(cwds: list[Path], env: Mapping[str, str] | None = None, client_name: s
     return note
 
 
-def finish(note: dict[str, Any] | None, now: float | None = None) -> dict[str, Any]:
-    """The parent's measured tokens since ``note`` was taken: ``{"measured": bool, ...}``."""
-    end = time.time() if now is None else now
+def measure(note: dict[str, Any] | None, end: float | None = None) -> dict[str, Any]:
+    """The parent's tokens in the window from ``note``'s start to ``end``: ``{"measured": bool, ...}``,
+    ``pending`` while the log does not hold the window's end yet."""
+    end = time.time() if end is None else end
     if not isinstance(note, dict):
         return {"measured": False, "reason": "delegated without the parent meter (not through bosun mcp)"}
     out: dict[str, Any] = {"measured": False, "agent": note.get("agent"), "log": note.get("log"),
@@ -87,16 +96,50 @@ def finish(note: dict[str, Any] | None, now: float | None = None) -> dict[str, A
         return out
     reader = claude_usage if note.get("agent") == CLAUDE else codex_usage
     try:
-        usage = reader(Path(note["log"]), float(start_at), end)
+        window = reader(Path(note["log"]), float(start_at), end)
     except Exception as exc:  # noqa: BLE001 - a log format bosun does not understand is "not measured"
-        usage = None
+        window = None
         out["reason"] = f"cannot read the session log: {type(exc).__name__}"
-    if usage is None:
+    if window is None:
         out.setdefault("reason", "the session log holds no token usage bosun understands")
         return out
-    out["measured"] = True
-    out["tokens"] = usage
+    if (window["last_entry_at"] or 0.0) <= end:
+        out.update(pending=True, reason=PENDING)
+        return out
+    out.update(measured=True, tokens=window["tokens"], turns=window["turns"])
     return out
+
+
+PENDING = ("the parent's session log does not hold the end of its review yet (the turn that ended it is "
+           "written after the call); read again at its next call, at report time or when the receipt is read")
+
+
+def close_window(store: Store, run_id: str, now: float | None = None) -> bool:
+    """The parent's review of ``run_id`` ended (now, the first time): measure its window; a window
+    closed earlier and still pending is read again. True when the record changed."""
+    run = store.require_run(run_id)
+    if run.data.parent_meter is None:
+        return False
+    if run.data.parent_measured is None:
+        store.write(run, parent_measured=measure(run.data.parent_meter, now))
+        return True
+    return read_again(store, run)
+
+
+def pending(run: Run) -> bool:
+    measured = run.data.parent_measured
+    return isinstance(measured, dict) and bool(measured.get("pending"))
+
+
+def read_again(store: Store, run: Run) -> bool:
+    """Read a pending window again; True when it is complete now (the run's data holds the reading)."""
+    if not pending(run):
+        return False
+    again = measure(run.data.parent_meter, float(run.data.parent_measured["to"]))  # type: ignore[index]
+    if again.get("pending"):
+        return False
+    store.write(run, parent_measured=again)
+    return True
 
 
 def cost_usd(tokens: dict[str, int], prices: Any) -> float:

@@ -133,10 +133,28 @@ def find_codex_log(cwds: list[Path], env: Mapping[str, str], scan: int = 30) -> 
 
 
 # --- usage in a window -----------------------------------------------------------------------------
+# A window's reading: ``tokens`` summed over it, the ``turns`` counted (each ``{id, at, tokens}``,
+# ``at`` in epoch seconds), and ``last_entry_at``: the newest timestamp of any line in the log. A window
+# is complete once the log holds a line after its end: the host appends its lines in order, so the
+# turn that made the call ending the window (timestamped before it, written after) is in the log then.
 
 
-def claude_usage(path: Path, start: float, end: float) -> dict[str, int] | None:
-    """Tokens of the assistant messages written in [start, end]; None when the log has no usage."""
+def last_entry_at(path: Path) -> float | None:
+    """The newest timestamp of any line of the log (None: no timestamped line)."""
+    newest = None
+    for obj in _lines(path):
+        at = parse_time(obj.get("timestamp"))
+        if at is not None and (newest is None or at > newest):
+            newest = at
+    return newest
+
+
+def _total(count: dict[str, Any]) -> int:
+    return _int(count.get("total_tokens")) or _int(count.get("input_tokens")) + _int(count.get("output_tokens"))
+
+
+def claude_usage(path: Path, start: float, end: float) -> dict[str, Any] | None:
+    """The assistant messages written in [start, end]; None when the log has no usage."""
     by_message: dict[str, tuple[float, dict[str, Any]]] = {}
     seen_usage = False
     for n, obj in enumerate(_lines(path)):
@@ -153,25 +171,68 @@ def claude_usage(path: Path, start: float, end: float) -> dict[str, int] | None:
     if not seen_usage:
         return None
     fresh = cached = written = out = 0
-    for at, u in by_message.values():
+    turns = []
+    for key, (at, u) in sorted(by_message.items(), key=lambda item: item[1][0]):
         if start <= at <= end:
-            fresh += _int(u.get("input_tokens"))
-            written += _int(u.get("cache_creation_input_tokens"))
-            cached += _int(u.get("cache_read_input_tokens"))
-            out += _int(u.get("output_tokens"))
-    return {
+            turn = [_int(u.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                                               "output_tokens")]
+            fresh, written, cached, out = fresh + turn[0], written + turn[1], cached + turn[2], out + turn[3]
+            turns.append({"id": key, "at": round(at, 3), "tokens": sum(turn)})
+    tokens = {
         "input_tokens": fresh + written + cached,
         "cached_input_tokens": cached,
         "cache_write_tokens": written,
         "output_tokens": out,
         "total_tokens": fresh + written + cached + out,
     }
+    return {"tokens": tokens, "turns": turns, "last_entry_at": last_entry_at(path)}
 
 
-def codex_usage(path: Path, start: float, end: float) -> dict[str, int] | None:
-    """The growth of Codex's cumulative token count over [start, end]; None when the log has none."""
+def codex_usage(path: Path, start: float, end: float) -> dict[str, Any] | None:
+    """Codex's model responses in [start, end]: its per-response usage records where the log has them,
+    else the growth of its cumulative token count; None when the log has neither."""
+    records = codex_responses(path, start, end)
+    if records is not None:
+        return records
+    return codex_counts(path, start, end)
+
+
+_CODEX_KEYS = (("input_tokens", "input_tokens"), ("cached_input_tokens", "cached_input_tokens"),
+               ("output_tokens", "output_tokens"), ("reasoning_tokens", "reasoning_output_tokens"))
+
+
+def codex_responses(path: Path, start: float, end: float) -> dict[str, Any] | None:
+    """The ``token_usage_record`` lines (one per model response, written as the response completes:
+    the turn that calls a tool is timestamped before the call, as Claude Code's are) in [start, end]."""
+    by_response: dict[str, tuple[float, dict[str, Any]]] = {}
+    for n, obj in enumerate(_lines(path)):
+        payload = obj.get("payload")
+        if obj.get("type") != "token_usage_record" or not isinstance(payload, dict):
+            continue
+        usage, rid, at = payload.get("usage"), payload.get("response_id"), parse_time(obj.get("timestamp"))
+        if not isinstance(usage, dict) or at is None:
+            continue
+        by_response[rid if isinstance(rid, str) else f"line-{n}"] = (at, usage)
+    if not by_response:
+        return None
+    tokens = {ours: 0 for ours, _ in _CODEX_KEYS}
+    tokens["total_tokens"] = 0
+    turns = []
+    for key, (at, usage) in sorted(by_response.items(), key=lambda item: item[1][0]):
+        if start <= at <= end:
+            for ours, theirs in _CODEX_KEYS:
+                tokens[ours] += _int(usage.get(theirs))
+            tokens["total_tokens"] += _total(usage)
+            turns.append({"id": key, "at": round(at, 3), "tokens": _total(usage)})
+    return {"tokens": tokens, "turns": turns, "last_entry_at": last_entry_at(path)}
+
+
+def codex_counts(path: Path, start: float, end: float) -> dict[str, Any] | None:
+    """The growth of Codex's cumulative ``token_count`` over [start, end] (each count in it a turn), for
+    logs without usage records; None when the log has none."""
     before: dict[str, Any] | None = None
     last: dict[str, Any] | None = None
+    turns = []
     seen = False
     for obj in _lines(path):
         payload = obj.get("payload")
@@ -186,21 +247,24 @@ def codex_usage(path: Path, start: float, end: float) -> dict[str, int] | None:
         if at < start:
             before = total
         elif at <= end:
+            grown = _total(total) - _total(last or before or {})
+            if grown > 0:  # Codex repeats the count when nothing new was spent
+                turns.append({"id": None, "at": round(at, 3), "tokens": grown})
             last = total
     if not seen:
         return None
-    if last is None:
-        return {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "total_tokens": 0}
     base = before or {}
+    top = last or base
 
     def grew(key: str) -> int:
-        return max(0, _int(last.get(key)) - _int(base.get(key)))  # type: ignore[union-attr]
+        return max(0, _int(top.get(key)) - _int(base.get(key)))
 
     inp, out = grew("input_tokens"), grew("output_tokens")
-    return {
+    tokens = {
         "input_tokens": inp,
         "cached_input_tokens": grew("cached_input_tokens"),
         "output_tokens": out,
         "reasoning_tokens": grew("reasoning_output_tokens"),
         "total_tokens": grew("total_tokens") or inp + out,
     }
+    return {"tokens": tokens, "turns": turns, "last_entry_at": last_entry_at(path)}

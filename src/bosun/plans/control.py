@@ -98,7 +98,8 @@ def cancel_plan(ctx: RunContext, plan_id: str, timeout_s: float = 60.0) -> dict[
     check_plan_id(plan_id)
     row = pstore.require_plan(plan_id)
     if row["state"] in (model.SUCCEEDED, model.ABORTED):
-        raise InvalidTransition(f"plan {plan_id} is {row['state']!r}; there is nothing to cancel", "")
+        raise InvalidTransition(f"plan {plan_id} is {row['state']!r}; there is nothing to cancel",
+                                f"`bosun plan status {plan_id}` shows what it did")
     if row["state"] != model.CANCELLED:
         pstore.set_state(plan_id, (model.RUNNING, model.PAUSED, model.FAILED), model.CANCELLED, "cancelled")
     deadline = time.monotonic() + timeout_s
@@ -134,7 +135,8 @@ def abort_plan(ctx: RunContext, plan_id: str) -> dict[str, Any]:
         raise InvalidTransition(
             f"plan {plan_id} is {row['state']!r}; there is nothing to abort",
             f"its integration branch, if kept, is {row['integration_branch']}: `git branch -D` it yourself"
-            if row["state"] == model.SUCCEEDED else "",
+            if row["state"] == model.SUCCEEDED else f"nothing of it is left to remove; `bosun plan status {plan_id}` "
+            "shows its record",
         )
     if row["state"] == model.RUNNING and driver_alive(plan_id):
         raise Busy(f"plan {plan_id} is running", f"`bosun plan cancel {plan_id}` first, then abort it")

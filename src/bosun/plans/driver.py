@@ -1,5 +1,6 @@
 """The wave driver: runs a plan's waves in order, merges each task's landing into the integration
-branch in plan order, runs the plan verify after each wave and lands the result on the source branch.
+branch in plan order, checks the plan verify after each wave (``plan_verify.py``: nothing regressed
+between waves, everything passes after the last) and lands the result on the source branch.
 
 ``drive`` holds the plan's lock (the run lock of the plan id) while it advances the plan, so one
 process drives a plan at a time and a dead one is taken over.
@@ -23,6 +24,7 @@ from bosun.plans import integration as plan_git
 from bosun.plans import model
 from bosun.plans.ids import check_plan_id, plan_dir, plan_of, wave_base_ref
 from bosun.plans.judge import judge_wave
+from bosun.plans.plan_verify import PlanChecks
 from bosun.plans.runs import discard_run, finish_run, lower_priority
 from bosun.plans.task_runner import TaskRunner, WaveContext
 from bosun.plans.validate import validated
@@ -141,9 +143,11 @@ class WaveDriver:
                 return
             tasks = {pt["task_id"]: pt for pt in self.ps.tasks(self.plan_id)}
             todo = [tid for tid in wave if tasks[tid]["state"] != model.T_MERGED]
+            last = n == len(waves)
             if todo:
                 self.ps.update_plan(self.plan_id, current_wave=n)
                 base = self.head()
+                self._checks().before_wave(n, last, base)
                 self._set_wave_base(base)
                 cap, remote_cap, why = self._concurrency(len(todo))
                 said = f"wave {n} of {len(waves)}: tasks {', '.join(todo)} from {base[:12]}" + (f" ({why})" if why else "")
@@ -155,7 +159,7 @@ class WaveDriver:
                     return
                 if not self._judge_wave(n, todo):
                     return
-            if not self._plan_verify(n):
+            if not self._checks().after_wave(n, last, self.head(), self.stop):
                 return
         self._land()
 
@@ -307,35 +311,11 @@ class WaveDriver:
 
         return verify_confinement(self.repo, worktree, home)
 
-    def _plan_verify(self, n: int) -> bool:
-        if not self.plan.verify:
-            return True
-        head = self.head()
-        if self.row()["data"].get("verified_head") == head:
-            return True
-        self.ps.event(self.plan_id, "verify", f"plan verify on {self.branch} at {head[:12]}", state="started", wave=n)
-        result = plan_git.verify_commit(self.repo, head, self.plan.verify, self.pdir, self.plan.title,
-                                  confine_to=self._confine_verify)
-        write_json_atomic(self.pdir / f"verify-wave-{n}.json", result)
-        if not result["passed"]:
-            failed: dict[str, Any] = next(
-                (c for c in result["commands"] if c.get("exit_code") != 0 or c.get("timed_out")), {})
-            msg = f"the plan verify failed after wave {n}: {' '.join(failed.get('argv', []))} (exit {failed.get('exit_code')})"
-            self.ps.event(self.plan_id, "verify", msg, state="failed", wave=n,
-                          output_tail=(failed.get("output_tail") or "")[-2000:])
-            self.stop(model.FAILED, {"code": "PLAN_VERIFY_FAILED", "message": msg,
-                                 "hint": f"see {self.pdir / f'verify-wave-{n}.json'}; the integration branch "
-                                         f"{self.branch} holds the result; fix with a fixed plan and "
-                                         f"`bosun plan continue {self.plan_id} --plan fixed.yaml`"}, msg)
-            return False
-        self.ps.merge_plan_data(self.plan_id, verified_head=head)
-        self.ps.event(self.plan_id, "verify", f"plan verify passed on {head[:12]}", state="passed", wave=n)
-        return True
+    def _checks(self) -> PlanChecks:
+        return PlanChecks(self.ps, self.plan_id, self.plan, self.repo, self.pdir, self.branch, self._confine_verify)
 
     # -- landing -------------------------------------------------------------------------------
     def _land(self) -> None:
-        from bosun.isolation.snapshot import uncommitted_paths
-
         row = self.row()
         head = self.head()
         if row["no_merge"]:
@@ -360,19 +340,16 @@ class WaveDriver:
             self.ps.event(self.plan_id, "land", "the plan changed nothing; nothing to land", state="skipped")
             self._landed(row, None)
             return
-        if plan_git.checked_out_branch(self.repo) == branch:
-            overlap = sorted(uncommitted_paths(self.repo) & set(final["touched"]))
-            if overlap:
-                self._refuse(Conflict(
-                    "your uncommitted changes overlap the files the plan changes: " + ", ".join(overlap[:5]),
-                    f"commit or stash those files, then `bosun plan continue {self.plan_id}`",
-                    code="OVERLAPS_UNCOMMITTED"))
-                return
+        try:
+            plan_git.check_land(self.repo, self.plan_id, branch, final["head"], final["merged"])
+        except Conflict as exc:
+            self._refuse(exc)
+            return
         if not self._reverify(row, final["merged"], head):
             return
         self.ps.merge_plan_data(self.plan_id, landing_pending={"old": final["head"], "new": final["merged"]})
         try:
-            plan_git.land(self.repo, branch, final["head"], final["merged"])
+            plan_git.land(self.repo, self.plan_id, branch, final["head"], final["merged"])
         except Conflict as exc:
             self.ps.merge_plan_data(self.plan_id, landing_pending=None)
             self._refuse(exc)

@@ -13,6 +13,8 @@ from typing import Any
 
 from bosun.plans.model import ENDED_STATES, RUNNING
 
+OUTPUT_LINES = 20  # of a failed check's output, in a line of `plan watch` and `plan run`
+
 
 def event_json(ev: dict[str, Any]) -> dict[str, Any]:
     """One event as the JSON object ``watch --json`` prints, one per line."""
@@ -35,7 +37,7 @@ def describe(ev: dict[str, Any]) -> str:
     kind = ev["kind"]
     detail = ev.get("detail") or ""
     if kind == "task":
-        line = f"{when}  task {ev['task_id']} {ev.get('state') or ''}"
+        line = f"{when}  task {ev['task_id']}" + (f" {ev['state']}" if ev.get("state") else "")
         run_id = data.get("run_id")
         if run_id and run_id not in detail and ev.get("state") not in ("pending", "cancelled"):
             line += f" (run {run_id})"
@@ -43,8 +45,13 @@ def describe(ev: dict[str, Any]) -> str:
     if kind == "wave" and ev.get("state") == "started":
         return f"{when}  {detail}"  # "wave 2 of 3: tasks a, b from ...": the detail says it all
     if kind == "plan":
-        return f"{when}  plan {ev.get('state') or ''}" + (f": {detail}" if detail else "")
-    return f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
+        return f"{when}  plan" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
+    line = f"{when}  {kind}" + (f" {ev['state']}" if ev.get("state") else "") + (f": {detail}" if detail else "")
+    output = data.get("output_tail") if ev.get("state") == "failed" else None
+    if output:
+        # A failed check shows what failed, where the failure is reported: the end of its output.
+        line += "\n" + "\n".join("    " + ln for ln in output.rstrip("\n").splitlines()[-OUTPUT_LINES:])
+    return line
 
 
 def follow(

@@ -2,7 +2,8 @@
 
 No step touches a work tree of the user's: commits are built with throwaway indexes
 (``apply_patch_to_commit``) and ``git merge-tree --write-tree``; refs move with compare-and-swap
-``update-ref``. The only write to the user's checkout is the final ``fast_forward_user_branch``.
+``update-ref``. The only write to the user's checkout is the final landing (``land``), through
+``isolation/user_branch.py``, the one place a user's branch moves.
 
 1. A task's *landing commit* is its verified diff applied on the commit its worktree started from
    (the integration head when its wave started). Built in the task's thread, in parallel.
@@ -66,7 +67,9 @@ def create_branch(repo: Path, branch: str, commit: str) -> None:
     """Create ``branch`` at ``commit``; refuses (git's own check) if it already exists."""
     ok = _git(["check-ref-format", f"refs/heads/{branch}"], repo, check=False).returncode == 0
     if not ok:
-        raise BadInput(f"'{branch}' is not a valid branch name", "")
+        raise BadInput(f"'{branch}' is not a valid branch name",
+                       f"bosun names a plan's integration branch from its id; `git check-ref-format --branch {branch}` "
+                       "says why git refuses it (a repository setting?), then run the plan again")
     _git(["update-ref", "-m", "bosun: plan integration branch", f"refs/heads/{branch}", commit, ""], repo)
 
 
@@ -185,11 +188,6 @@ def changed_between(repo: Path, a: str, b: str) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def checked_out_branch(repo: Path) -> str | None:
-    res = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
-    return res.stdout.strip() if res.returncode == 0 else None
-
-
 def build_final(
     repo: Path, plan: dict[str, Any], integration_head: str, message: str, scratch: Path
 ) -> dict[str, Any]:
@@ -264,11 +262,17 @@ def tree(repo: Path, commit: str) -> str:
     return tree_of(repo, commit)
 
 
-def land(repo: Path, branch: str, old: str, new: str) -> None:
-    """Move the source branch: a safe fast-forward when it is checked out, a CAS update-ref otherwise."""
-    from bosun.isolation.worktree import fast_forward_user_branch
+def check_land(repo: Path, plan_id: str, branch: str, old: str, new: str) -> None:
+    """Every refusal of moving the source branch, before the plan's re-verification is spent."""
+    from bosun.isolation.user_branch import check_move
 
-    if checked_out_branch(repo) == branch:
-        fast_forward_user_branch(repo, branch, old, new, message="bosun: land plan")
-    else:
-        move_branch(repo, branch, new, old)
+    check_move(repo, branch, old, new, again=f"`bosun plan continue {plan_id}`")
+
+
+def land(repo: Path, plan_id: str, branch: str, old: str, new: str) -> None:
+    """Move the source branch, its checkout (wherever it is) with it: ``isolation/user_branch.py``,
+    the one place a user's branch moves."""
+    from bosun.isolation.user_branch import move_branch as move_user_branch
+
+    move_user_branch(repo, branch, old, new, message=f"bosun: land plan {plan_id}",
+                     again=f"`bosun plan continue {plan_id}`")

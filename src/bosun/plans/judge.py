@@ -4,8 +4,8 @@ A task that failed after its retries fails the plan; a conflict pauses it; a tas
 person's review (``needs_review``: verified, but not proven, not verified, or with changed expected
 values...) pauses it too: it is not merged, so the next wave, whose tasks may depend on it, never
 starts on a base without it, and the plan never reports success while it waits. The person reads the
-reasons, lands the run with ``bosun approve RUN`` (or throws it away with ``bosun discard RUN``), and
-``bosun plan continue PLAN`` goes on from there.
+reasons, approves the run with ``bosun approve RUN`` (or throws it away with ``bosun discard RUN``), and
+``bosun plan continue PLAN`` merges it and goes on from there.
 """
 
 from __future__ import annotations
@@ -71,6 +71,6 @@ def _waiting(plan_id: str, review: list[tuple[str, dict[str, Any]]]) -> tuple[di
     msg = (f"task {tid} needs a person's review before it lands: {first.get('verdict_line') or 'needs review'}"
            + (f" (and {len(review) - 1} more task(s) waiting)" if len(review) > 1 else ""))
     hint = (f"read the reasons (`bosun plan status {plan_id}`, `bosun show {run}`, `bosun diff {run}`); "
-            f"`bosun approve {run}` lands it, then `bosun plan continue {plan_id}` goes on "
+            f"`bosun approve {run}` approves it, then `bosun plan continue {plan_id}` merges it and goes on "
             f"(or `bosun discard {run}` and continue to run the task again)")
     return {"code": NEEDS_REVIEW, "message": msg, "hint": hint}, msg

@@ -212,7 +212,9 @@ def parse_plan(data: dict[str, Any], source: str = "plan") -> Plan:
         if isinstance(depends_raw, str):
             depends_raw = [depends_raw]
         if not isinstance(depends_raw, list) or not all(isinstance(d, str) for d in depends_raw):
-            problems.append(Problem("INVALID_PLAN", f"{where}: depends must be a list of task ids", "", [task_id]))
+            problems.append(Problem("INVALID_PLAN", f"{where}: depends must be a list of task ids",
+                                    "list the ids of the tasks that must be merged first, e.g. depends: [lexer, parser]",
+                                    [task_id]))
             depends_raw = []
         owns = _globs(raw.pop("owns", None), f"{where}: owns", problems, task_id)
         contract: TaskContract | None = None

@@ -16,10 +16,12 @@ def profile_problems(plan: model.Plan, settings: Any, flag: str | None, repo: Pa
     out = []
     for task_id, name in names:
         if name and name not in settings.profiles:
-            known = ", ".join(sorted(settings.profiles)) or "none defined"
+            from bosun.core.settings_cache import unknown_profile
+
+            err = unknown_profile(name, settings.profiles)
             where = f"task {task_id}" if task_id else "--profile"
-            out.append(model.Problem("UNKNOWN_PROFILE", f"{where}: unknown profile {name!r} (known: {known})",
-                                 "define it under [profiles.NAME] in bosun.toml", [task_id] if task_id else []))
+            out.append(model.Problem("UNKNOWN_PROFILE", f"{where}: {err.message}", err.hint,
+                                     [task_id] if task_id else []))
     if repo is None or out:
         return out
     from bosun.engine.preflight import check_task

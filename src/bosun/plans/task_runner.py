@@ -291,7 +291,9 @@ class TaskRunner:
         return False
 
     def _give_up(self, pt: dict[str, Any], run: Run | None) -> str:
-        err = pt["data"].get("error") or {"code": "TASK_FAILED", "message": "no attempt left", "hint": ""}
+        err = pt["data"].get("error") or {
+            "code": "TASK_FAILED", "message": "no attempt left",
+            "hint": f"raise max_attempts in the plan, then `bosun plan continue {self.wave.plan_id}`"}
         self._set(state=model.T_FAILED, data={"error": err},
                   event=f"failed after {pt['attempts']} attempt(s): {err.get('message', '')[:300]}")
         return model.T_FAILED

@@ -7,7 +7,12 @@ tasks of one wave never depend on each other.
 Two tasks *could run at the same time* when neither depends on the other, directly or transitively.
 Such tasks must not own overlapping paths, because their changes are merged into one branch. The
 overlap of two glob sets is decided by :func:`globs_overlap`, conservatively: it may say "overlap"
-for two globs no real path matches both of, never the reverse.
+for two globs no real path matches both of, never the reverse, with one exception people expect: a
+literal name with an extension (``geo.py``, ``data.json``) names a file, so nothing is below it, and
+two different file names never overlap (``geo.py`` and ``circle.py`` would otherwise both match
+``geo.py/circle.py``). A directory with a dot in its name is written with a trailing "/"
+(``conf.d/``). Should two such tasks still write one path, the merge into the integration branch
+finds the conflict and the plan pauses; nothing lands unseen.
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ def _segments(pattern: str) -> tuple[str, ...]:
     A pattern without "/" matches a name at any depth: ``**/name``. Every pattern also covers
     everything below what it matches: a trailing ``**`` (zero or more segments). "src/**" thus
     becomes "src/**/**", which also matches "src" itself: more than the real glob, never less.
+    A pattern naming a file (:func:`names_a_file`) covers nothing below it.
     """
     pat = pattern.strip()
     rooted = pat.startswith("./")
     while pat.startswith("./"):
         pat = pat[2:]
+    file = names_a_file(pat)
     pat = pat.rstrip("/")
     segs = [s for s in pat.split("/") if s]
     if not segs:
@@ -43,11 +50,20 @@ def _segments(pattern: str) -> tuple[str, ...]:
         segs = [ANY, *segs]
     # Collapse runs of "**": they mean the same as one.
     out: list[str] = []
-    for s in [*segs, ANY]:
+    for s in [*segs] if file else [*segs, ANY]:
         if s == ANY and out and out[-1] == ANY:
             continue
         out.append(s)
     return tuple(out)
+
+
+def names_a_file(pattern: str) -> bool:
+    """Whether the pattern's last name is a literal with an extension (``geo.py``, ``data.json``: a
+    "." after its first character, no wildcard) and no trailing "/": a file, with nothing below it."""
+    if pattern.endswith("/"):
+        return False
+    name = pattern.rsplit("/", 1)[-1]
+    return "." in name[1:] and not _WILD.search(name) and name not in (".", "..")
 
 
 def _literal_prefix(seg: str) -> str:

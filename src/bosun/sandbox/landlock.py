@@ -111,9 +111,11 @@ def _check(ret: int, what: str) -> int:
 class Ruleset:
     """An open ruleset fd, built in the parent; ``restrict_self`` is all the child has to do."""
 
-    def __init__(self, abi: int, *, network: bool = False) -> None:
+    def __init__(self, abi: int, *, network: bool = False, files: bool = True) -> None:
         self.abi = abi
-        self.handled_fs = fs_rights(abi)
+        # Without ``files`` the ruleset handles no file access: mounts stay allowed (bubblewrap builds
+        # the file system view after it), and only the TCP rules and the scopes apply.
+        self.handled_fs = fs_rights(abi) if files else 0
         self.handled_net = NET_CONNECT_TCP if network and abi >= 4 else 0
         attr = _RulesetAttr(self.handled_fs, self.handled_net, scopes(abi))
         # Pass only the fields this ABI knows: older kernels refuse a larger struct.
@@ -162,6 +164,12 @@ class Ruleset:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def no_new_privs() -> None:
+    """``PR_SET_NO_NEW_PRIVS`` alone: no setuid program may raise the caller's privilege again."""
+    if _prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
 
 
 def restrict_self(ruleset_fd: int) -> None:

@@ -39,6 +39,9 @@ class Step:
     main_pid: int
     baseline: set[int]  # bosun's children when the step started: never this step's orphans
     seen: set[tuple[int, int]] = field(default_factory=set)  # (pid, start time) seen under main_pid
+    # In a PID namespace of its own: nothing it starts can become bosun's orphan, so it is never swept;
+    # registered only so no other step's end takes its main process for an orphan.
+    namespaced: bool = False
 
 
 @dataclass
@@ -154,6 +157,8 @@ def register(step: Step, main_pid: int) -> Step:
 
 def note_descendants(step: Step) -> None:
     """Remember what runs under the step's main process (only worth it with concurrent steps)."""
+    if step.namespaced:
+        return
     with _lock:
         if len(_steps) < 2:
             return
@@ -220,6 +225,10 @@ def contain(step: Step, *, keep_main: bool = True, rounds: int = 20) -> list[Kil
     killed: dict[int, Killed] = {}
     stopped: set[int] = set()
     procs: dict[int, _Proc] = {}
+    if step.namespaced:
+        with _lock:
+            _steps.pop(step.main_pid, None)
+        return []
     try:
         with spawning:
             for _ in range(rounds):

@@ -44,12 +44,15 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "live_usage": ("engine.budget",),
     "worker": ("engine.phases",),
     "usage": ("engine.phases",),
+    "cost_usd": ("engine.phases",),
     "user_git_tampered": ("engine.worker_guard",),
+    "user_files_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),
     # verification and the verdict's inputs
     "verification_passed": ("engine.phases",),
     "gates_ok": ("engine.phases",),
     "verified_tree": ("engine.phases",),
+    "uncommitted_overlap": ("engine.phases",),
     "review_escalate": ("engine.checking",),
     "review_reasons": ("engine.checking",),
     "review_usage": ("engine.checking",),
@@ -65,16 +68,17 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "landing_commit": ("engine.integration",),
     "landing_pending": ("engine.integration",),
     "landing_author_note": ("engine.integration",),
+    "landing_refused": ("engine.integration",),
     "records_removed_at": ("engine.gc",),
     # after landing: the change undone or carried to another branch
-    "reverted": ("engine.undo",),
+    "reverted": ("engine.undo_record",),
     "revert_of": ("engine.undo",),
     "applied": ("engine.apply_run",),
     # the parent side (MCP's background driver)
     "driver_pid": ("mcp.ops",),
     "driver_start": ("mcp.ops",),
     "parent_meter": ("mcp.ops",),
-    "parent_measured": ("mcp.ops",),
+    "parent_measured": ("parents.meter",),
     # how the run stopped, when it did not succeed: recorded by a stop, cleared when the run goes on
     "error": ("engine.stops",),
 }

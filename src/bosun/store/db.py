@@ -12,7 +12,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,6 +75,23 @@ class Store:
     def get_run(self, run_id: str) -> Run | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return Run.from_row(dict(row)) if row else None
+
+    def resolve_run_id(self, given: str) -> str:
+        """The run id ``given`` names: itself, or the one run whose id starts with it (a unique prefix,
+        as git takes a short sha). A prefix several runs share is refused with them listed; one no run
+        has is returned as given (``require_run`` says it is unknown)."""
+        if self.db.execute("SELECT 1 FROM runs WHERE id = ?", (given,)).fetchone():
+            return given
+        # Run ids are lower-case letters, digits and dashes, all below "{": the range is the prefix.
+        rows = self.db.execute("SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT 6",
+                               (given, given + "{")).fetchall()
+        if len(rows) == 1:
+            return str(rows[0]["id"])
+        if rows:
+            shown = ", ".join(r["id"] for r in rows[:5]) + (" ..." if len(rows) > 5 else "")
+            raise BadInput(f"run id {given!r} is the start of several runs' ids: {shown}",
+                           "give more of the id (`bosun list` shows them)", code="AMBIGUOUS_RUN")
+        return given
 
     def require_run(self, run_id: str) -> Run:
         run = self.get_run(run_id)
@@ -200,6 +217,25 @@ class Store:
         rows = self.db.execute(sql + " ORDER BY id", (run_id,))
         return [dict(r) for r in rows]
 
+    def moves_after(self, after: int, run_ids: Sequence[str] = (), repo: str | None = None,
+                    upto: int | None = None) -> list[dict[str, Any]]:
+        """The state changes recorded after the transition id ``after`` (and up to ``upto``), oldest
+        first, with the row's ``id``: of ``run_ids``, else of ``repo``'s runs, else of every run. Notes
+        are left out. Rows get their ids in commit order (one writer at a time), so a reader that goes
+        on from the last id it read skips none and repeats none."""
+        sql, args = followed("SELECT id, run_id, from_state, to_state, at, pid, reason FROM transitions"
+                             " WHERE (from_state IS NULL OR from_state != to_state)", "run_id", "runs",
+                             after, upto, run_ids, repo)
+        return [dict(r) for r in self.db.execute(sql, args)]
+
+    def last_transition_id(self, run_id: str | None = None) -> int:
+        """The newest transition row's id (0: none), of one run or of all."""
+        if run_id is None:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM transitions").fetchone()
+        else:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM transitions WHERE run_id = ?", (run_id,)).fetchone()
+        return int(row[0])
+
     def count_active(self, remote: bool | None = None) -> int:
         """Runs in an active state; with ``remote``, only the runs whose worker is (or is not) on a
         remote pool (marked ``remote`` in their data by ``prepare``)."""
@@ -276,6 +312,25 @@ class Store:
     def clear_cooldown(self, profile: str) -> None:
         with self.tx() as db:
             db.execute("DELETE FROM cooldowns WHERE profile = ?", (profile,))
+
+
+def followed(select: str, owner: str, owners: str, after: int, upto: int | None, ids: Sequence[str],
+             repo: str | None) -> tuple[str, list[Any]]:
+    """``select`` (with its WHERE) narrowed to the rows after the id ``after`` and up to ``upto`` whose
+    ``owner`` column is one of ``ids``, else whose owner (a row of ``owners``) is of ``repo``; in id
+    order. What ``bosun watch`` reads runs and plans with."""
+    sql = select + " AND id > ?"
+    args: list[Any] = [after]
+    if upto is not None:
+        sql += " AND id <= ?"
+        args.append(upto)
+    if ids:
+        sql += f" AND {owner} IN ({', '.join('?' for _ in ids)})"
+        args.extend(ids)
+    elif repo is not None:
+        sql += f" AND {owner} IN (SELECT id FROM {owners} WHERE repo = ?)"
+        args.append(repo)
+    return sql + " ORDER BY id", args
 
 
 LOCKED_RETRY_S = 30.0

@@ -186,6 +186,9 @@ def _runs(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
     for row in cur:
         d = {n: row[i] for i, n in run_cols}
         d["data"] = json.loads(d.get("data") or "{}")
+        if d.get("_snippet"):
+            # A snippet is a line of a listing: the matched text's newlines and runs of spaces are one space.
+            d["_snippet"] = " ".join(d["_snippet"].split())
         if fact_cols:
             d["facts"] = {n: row[i] for i, n in fact_cols} if indexed is not None and row[indexed] is not None else None
         out.append(d)

@@ -13,7 +13,7 @@ import os
 import time
 
 from bosun.core.errors import InvalidTransition, NotFound
-from bosun.store.db import Store
+from bosun.store.db import Store, followed
 
 TYPE_CHECKING = False  # not typing's: start-up of `bosun plan list`
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ class PlanStore:
                 "SELECT * FROM plan_tasks WHERE plan_id = ? AND task_id = ?", (plan_id, task_id)
             ).fetchone()
             if row is None:
-                raise NotFound(f"plan {plan_id} has no task {task_id!r}", "")
+                raise NotFound(f"plan {plan_id} has no task {task_id!r}", f"`bosun plan status {plan_id}` lists its tasks")
             current = _task_dict(row)
             if data:
                 merged = dict(current["data"])
@@ -241,7 +241,22 @@ class PlanStore:
         )
         return [_event_dict(r) for r in rows]
 
-    def last_event_id(self, plan_id: str) -> int:
-        """The newest event's id (0: none yet): the dashboard's stream polls it to see a plan move."""
-        row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM plan_events WHERE plan_id = ?", (plan_id,)).fetchone()
+    def last_event_id(self, plan_id: str | None = None) -> int:
+        """The newest event's id (0: none yet), of one plan or of all: the dashboard's stream polls it to
+        see a plan move; ``bosun watch`` starts after it."""
+        if plan_id is None:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM plan_events").fetchone()
+        else:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM plan_events WHERE plan_id = ?", (plan_id,)).fetchone()
         return int(row[0])
+
+    def moves_after(self, after: int, repo: str | None = None, plan_ids: tuple[str, ...] = (),
+                    upto: int | None = None) -> list[dict[str, Any]]:
+        """The plans' own state changes (creation, then each ``set_state`` to another state) recorded
+        after the event id ``after``, oldest first: of ``plan_ids``, else of ``repo``'s plans, else of
+        every plan."""
+        sql, args = followed("SELECT * FROM plan_events e WHERE kind = 'plan' AND state IS NOT NULL"
+                             " AND (json_extract(data, '$.from') != state"
+                             " OR id = (SELECT MIN(id) FROM plan_events f WHERE f.plan_id = e.plan_id))",
+                             "plan_id", "plans", after, upto, plan_ids, repo)
+        return [_event_dict(r) for r in self.db.execute(sql, args)]

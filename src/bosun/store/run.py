@@ -53,12 +53,15 @@ class RunData:
     sandbox: dict[str, Any] | None
     live_usage: dict[str, Any] | None
     worker: dict[str, Any] | None
-    usage: dict[str, Any] | None
+    usage: dict[str, Any] | None  # every worker turn the run took, summed
+    cost_usd: float | None  # what those turns cost, each priced at its own profile's prices (or as its CLI said)
     user_git_tampered: dict[str, Any] | None
+    user_files_tampered: dict[str, Any] | None  # modes, owners or flags of the user's files a worker changed
     cancel_requested: bool | None
     verification_passed: bool | None
     gates_ok: bool | None
     verified_tree: str | None
+    uncommitted_overlap: dict[str, Any] | None  # {paths, checkout}: the user's uncommitted files the change touches
     review_escalate: bool | None
     review_reasons: list[str] | None
     review_usage: dict[str, Any] | None
@@ -73,6 +76,7 @@ class RunData:
     landing_commit: str | None
     landing_pending: dict[str, Any] | None  # {branch, head, merged, landing}: recorded before the branch moves
     landing_author_note: str | None
+    landing_refused: dict[str, Any] | None  # {code, message, hint, at}: the last `integrate` was refused
     records_removed_at: float | None
     reverted: dict[str, Any] | None  # {commit | run, branch, landing, at}: the revert of the landing commit
     revert_of: dict[str, Any] | None  # {run, landing}: this run holds the revert of that run's landing commit

@@ -25,7 +25,7 @@ from bosun.core.errors import BosunError
 from bosun.core.paths import check_run_id, run_dir
 from bosun.store.db import Store, open_store
 from bosun.web import pages, run_page
-from bosun.web.html import e, layout
+from bosun.web.html import e, layout, prose
 from bosun.web.security import Guard, allowed_hosts
 
 if TYPE_CHECKING:
@@ -168,7 +168,8 @@ def create_app(token: str, port: int, repo: Path | None = None, stopping: thread
         try:
             result = await run_in_threadpool(call)
         except BosunError as err:
-            body = f'<div class="error"><b>{e(err.code)}</b>: {e(err.message)}<div class="muted">{e(err.hint)}</div></div>'
+            body = (f'<div class="error"><b>{e(err.code)}</b>: {prose(err.message)}'
+                    f'<div class="muted">{prose(err.hint)}</div></div>')
             return HTMLResponse(body, status_code=409 if err.exit_code != 2 else 400)
         body = f'<div class="done">{e(verb)}d: the run is now <b>{e(result.state)}</b></div>'
         if not request.headers.get("hx-request"):

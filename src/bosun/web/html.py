@@ -88,8 +88,16 @@ def money(v: float | None) -> str:
     return sign + (f"${v:.4f}" if v < 1 else f"${v:,.2f}")
 
 
+def prose(text: Any) -> str:
+    """bosun's words (a hint, a reason, a message) as HTML: escaped, and each `backticked` span a <code>,
+    as it reads in a terminal, instead of literal backticks."""
+    import re
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", e(text))
+
+
 def state_badge(state: str) -> str:
-    return f'<span class="badge st-{e(state)}">{e(state)}</span>'
+    return f'<span class="badge st-{e(state.replace(" ", "-"))}">{e(state)}</span>'
 
 
 def query(params: dict[str, Any]) -> str:

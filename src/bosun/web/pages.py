@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bosun.core.states import shown_state
+from bosun.core.states import shown_commit, shown_state
 from bosun.engine.history import refresh
 from bosun.engine.verdict import of_run
 from bosun.store.db import Store
@@ -20,6 +20,7 @@ from bosun.web.html import (
     e,
     layout,
     money,
+    prose,
     query,
     select,
     stamp,
@@ -70,7 +71,8 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
     body = []
     for r in rows:
         f = r.get("facts") or {}
-        shown = shown_state(r["state"], r.get("merged_commit"))
+        shown = shown_state(r["state"], r.get("merged_commit"), r.get("data"))
+        commit = shown_commit(r["state"], r.get("merged_commit"), r.get("data"))
         gates = f"{f.get('gates_total', 0) - f.get('gates_failed', 0)}/{f.get('gates_total', 0)}" if f.get("gates_total") else "-"
         proven = '<span class="ok">yes</span>' if f.get("proven") else '<span class="muted">no</span>'
         tok = (f.get("input_tokens") or 0) + (f.get("output_tokens") or 0)
@@ -82,7 +84,8 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
             dur = time.time() - r["created_at"]
         snip = f'<div class="snip">{e(r["_snippet"])}</div>' if r.get("_snippet") else ""
         body.append(
-            f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}</td>'
+            f'<tr data-run="{e(r["id"])}" data-state="{e(shown)}"><td>{state_badge(shown)}'
+            + (f'<div class="muted small mono">{e(commit[:8])}</div>' if commit else "") + '</td>'
             f'<td>{badge(of_run(Run.from_row(r)))}</td>'
             f'<td><a href="/runs/{e(r["id"])}">{e(r["title"])}</a>{snip}<div class="muted small">{e(r["id"])}</div></td>'
             f'<td>{e(r["profile"] or "-")}<div class="muted small">{e(f.get("adapter") or "")}</div></td>'
@@ -100,7 +103,7 @@ def runs_table(store: Store, params: dict[str, str]) -> str:
     empty = "" if rows else '<tr><td colspan="11" class="muted">no runs match</td></tr>'
     return (
         f'<div id="runs" hx-get="{e(src)}" hx-trigger="bosun:runs from:body" hx-swap="outerHTML">'
-        '<table class="runs"><thead><tr><th>state</th><th>verdict</th><th>title</th><th>profile / CLI</th><th>caller</th><th>duration</th>'
+        '<table class="runs run-list"><thead><tr><th>state</th><th>verdict</th><th>title</th><th>profile / CLI</th><th>caller</th><th>duration</th>'
         '<th>tokens</th><th>cost</th><th>proven</th><th>gates</th><th>started</th></tr></thead>'
         f'<tbody>{"".join(body)}{empty}</tbody></table><p class="pager">{" ".join(nav)}</p></div>'
     )
@@ -115,13 +118,43 @@ def plans_page(store: Store) -> str:
     plans = PlanStore(store).list_plans(limit=200)
     rows = "".join(
         f'<tr><td>{state_badge(p["state"])}</td><td><a href="/plans/{e(p["id"])}">{e(p["title"])}</a>'
-        f'<div class="muted small">{e(p["id"])}</div></td><td>{e(p["integration_branch"])}</td>'
+        f'<div class="muted small">{e(p["id"])}</div></td><td>{_plan_result(p)}</td>'
         f'<td class="muted">{ago(p["created_at"])}</td></tr>'
         for p in plans
-    ) or '<tr><td colspan="4" class="muted">no plans yet (`bosun plan run plan.yaml`)</td></tr>'
+    ) or '<tr><td colspan="4" class="muted">no plans yet (<code>bosun plan run plan.yaml</code>)</td></tr>'
     return layout("Plans", '<h1>Plans</h1><table class="runs"><thead><tr><th>state</th><th>title</th>'
-                  f'<th>integration branch</th><th>started</th></tr></thead><tbody>{rows}</tbody></table>',
+                  f'<th>result</th><th>started</th></tr></thead><tbody>{rows}</tbody></table>',
                   active="plans", live="runs")
+
+
+def _plan_result(plan: dict[str, Any]) -> str:
+    """Where a plan's work is: the commit it landed as (its integration branch is deleted then), or
+    its integration branch."""
+    if plan.get("merged_commit"):
+        return (f'landed on {e(plan["source_branch"])} as <code data-landed>{e(plan["merged_commit"][:12])}</code>')
+    return f'on <code>{e(plan["integration_branch"])}</code>'
+
+
+def _plan_error(err: Any) -> str:
+    """A plan's error: its message and hint, and the end of a failing check's output."""
+    if not isinstance(err, dict):
+        return f'<div class="error">{prose(err)}</div>'
+    out = err.get("output")
+    return (f'<div class="error"><b>{e(err.get("code"))}</b>: {prose(err.get("message"))}'
+            + (f'<div class="muted">{prose(err.get("hint"))}</div>' if err.get("hint") else "")
+            + (f'<pre class="out">{e(out)}</pre>' if out else "") + "</div>")
+
+
+def _integration(plan: dict[str, Any]) -> str:
+    """The integration branch as it stands: deleted once the plan landed (or was aborted)."""
+    from bosun.plans.integration import branch_head
+
+    try:
+        head = branch_head(Path(plan["repo"]), plan["integration_branch"])
+    except Exception:  # noqa: BLE001 - a repository gone since: say what the store knows
+        head = None
+    where = f'<b>{e(plan["integration_branch"])}</b>'
+    return f"integration branch {where}" + (f" @ {e(head[:12])}" if head else " (deleted)")
 
 
 def plan_page(store: Store, plan_id: str) -> str | None:
@@ -150,9 +183,10 @@ def plan_body(store: Store, plan_id: str) -> str | None:
     return (
         f'<div id="plan" hx-get="/fragments/plans/{e(plan_id)}" hx-trigger="bosun:plan from:body" hx-swap="outerHTML">'
         f'<h1>{e(plan["title"])} {state_badge(plan["state"])}</h1>'
-        f'<p class="meta">integration branch <b>{e(plan["integration_branch"])}</b> · source {e(plan["source_branch"])} · '
+        + (f'<p class="ok" data-landed>{_plan_result(plan)}</p>' if plan.get("merged_commit") else "")
+        + f'<p class="meta">{_integration(plan)} · source {e(plan["source_branch"])} · '
         f'current wave {e(plan["current_wave"])} · repo {e(plan["repo"])}</p>'
-        + (f'<div class="error">{e(err.get("message") if isinstance(err, dict) else err)}</div>' if err else "")
+        + (_plan_error(err) if err else "")
         + f'<div class="dag-wrap">{plan_graph(tasks, depends)}</div><h2>Waves</h2><ul>{wave_list}</ul>'
         + f'<p><a href="/?plan={e(plan_id)}">this plan\'s runs</a></p></div>'
     )
@@ -198,9 +232,9 @@ def workers_page(store: Store, repo: Path, doctor: dict[str, Any] | None) -> str
             f'<td>{e(prof.adapter)}</td><td>{e(prof.model or "-")}</td><td>{e(prof.tier)}</td><td>{cli}</td>'
             f'<td>{cool}</td><td>{rate}</td><td class="num">{len(mine)}</td><td class="num">{money(cost)}</td></tr>'
         )
-    table = ('<table class="runs"><thead><tr><th>profile</th><th>adapter</th><th>model</th><th>tier</th><th>CLI</th>'
+    table = ('<div class="wide"><table class="runs"><thead><tr><th>profile</th><th>adapter</th><th>model</th><th>tier</th><th>CLI</th>'
              '<th>cooldown</th><th>recent success</th><th>runs (7d)</th><th>cost (7d)</th></tr></thead>'
-             f'<tbody>{"".join(rows) or "<tr><td colspan=9 class=muted>no profiles configured</td></tr>"}</tbody></table>')
+             f'<tbody>{"".join(rows) or "<tr><td colspan=9 class=muted>no profiles configured</td></tr>"}</tbody></table></div>')
     note = f'<div class="error">{e(problem)}</div>' if problem else ""
     return layout("Workers", f"<h1>Workers</h1><p class=\"meta\">profiles of {e(repo)}</p>{note}{table}",
                   active="workers", live="runs")
@@ -236,13 +270,13 @@ def savings_page(store: Store, params: dict[str, str]) -> str:
     charts = [
         bar_chart("per day: worker cost and saving (USD)", [d["day"][5:] for d in days],
                   [("worker cost", "s-cost", [d["worker_cost_usd"] for d in days]),
-                   ("saving", "s-save", [max(0.0, d["saving_usd"]) for d in days])], unit="$"),
+                   ("saving", "s-save", [d["saving_usd"] for d in days])], unit="$"),
         bar_chart("per week: parent tokens saved (est.) and worker tokens", [w["week"].split("-")[-1] for w in weeks],
                   [("parent tokens saved", "s-save", [max(0, w["parent_estimated_saved_tokens"]) for w in weeks]),
                    ("worker tokens", "s-cost", [w["worker_tokens"] for w in weeks])]),
         bar_chart("by profile: worker cost and saving (USD)", [p["profile"] for p in profiles],
                   [("worker cost", "s-cost", [p["worker_cost_usd"] for p in profiles]),
-                   ("saving", "s-save", [max(0.0, p["saving_usd"]) for p in profiles])], unit="$"),
+                   ("saving", "s-save", [p["saving_usd"] for p in profiles])], unit="$"),
     ]
     spans = "".join(f'<a href="/savings?since={s}" class="{"on" if s == since_text else ""}">{label}</a>'
                     for s, label in (("7d", "7 days"), ("30d", "30 days"), ("", "all time")))

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core.fileio import read_json
+from bosun.core.outcomes import command_passed
 from bosun.core.paths import run_dir
 from bosun.core.states import shown_state
 from bosun.engine import review_record as rr
 from bosun.store.db import Store
 from bosun.store.run import Run, RunData
 from bosun.web.highlight import highlight_diff
-from bosun.web.html import duration, e, layout, money, pretty_json, stamp, state_badge
+from bosun.web.html import duration, e, layout, money, pretty_json, prose, stamp, state_badge
 from bosun.web.verdicts import approve_form, section
 
 EVENTS_SHOWN = 400
@@ -46,26 +47,32 @@ def run_body(store: Store, run: Run) -> str:
     verdict = decide(run, task, gates_doc.get("gates", []), read_json(rdir / "verification.json", None))
     err = current_error(run)
     review = rr.read(rid)
-    shown = shown_state(run.state, run.merged_commit)
+    shown = shown_state(run.state, run.merged_commit, data.to_dict())
     head = (
         f'<h1>{e(run.title)} {state_badge(shown)}</h1>' + section(verdict) +
         f'<p class="meta">profile <b>{e(run.profile or "-")}</b> ({e(run.profile_reason or "")}) · '
         f'repo {e(run.repo)} · branch {e(run.source_branch)} @ {e(run.base[:12])} · '
         f'worktree branch {e(run.branch)} · started {stamp(run.created_at)} UTC</p>'
     )
-    head += _undo_notice(store, data)
+    head += _landing_notice(run) + _undo_notice(store, data)
     if err:
-        head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {e(err.get("message"))}'
-                 + (f'<div class="muted">{e(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
+        head += (f'<div class="error"><b>{e(err.get("code"))}</b>: {prose(err.get("message"))}'
+                 + (f'<div class="muted">{prose(err.get("hint"))}</div>' if err.get("hint") else "") + "</div>")
+    gates = gates_doc.get("gates") or []
+    red = [g for g in gates if not g.get("ok") and not g.get("waived")]
+    # What a person reads first: the change and what verified it. Green gates are a count until opened;
+    # red ones are open, and the receipt (what it cost) is open too.
+    gates_title = (f"Gates ({len(red)} failed of {len(gates)})" if red else
+                   f"Gates ({len(gates)} green)" if gates else "Gates")
     sections = [
         head,
         _actions(run, verdict),
-        _section("Gates", _gates(gates_doc), open_=True),
         _section("Diff", _diff(rdir, run), open_=True),
         _section("Verification", _verification(rdir), open_=True),
+        _section(gates_title, _gates(gates_doc), open_=bool(red), slug="gates"),
         *([_section("Cross-review", cross_review(review), open_=True)] if review is not None else []),
+        _section("Receipt", _receipt(rdir, data), open_=True),
         _section("Timeline", _timeline(rid)),
-        _section("Receipt", _receipt(rdir, data)),
         _section("Contract", f"<pre>{pretty_json(task)}</pre>"),
         _section("Transitions", _transitions(store, rid)),
     ]
@@ -74,11 +81,31 @@ def run_body(store: Store, run: Run) -> str:
             + "".join(sections) + "</div>")
 
 
+def _landing_notice(run: Run) -> str:
+    """Where the change landed (the commit, in sight), or why its landing was refused, or what will
+    stop it (the user's uncommitted edits in files it touches)."""
+    from bosun.engine.results import landing_warnings
+
+    data = run.data
+    if run.merged_commit:
+        where = "the plan's branch" if data.plan_id else e(run.source_branch)
+        return f'<p class="ok" data-landed>landed on {where} as commit <code>{e(run.merged_commit[:12])}</code></p>'
+    out = ""
+    refused = data.landing_refused if run.state == "approved" else None
+    if refused:
+        out += (f'<div class="error" data-landing-refused><b>landing refused</b> ({e(refused.get("code"))}): '
+                f'{prose(refused.get("message"))}<div class="muted">{prose(refused.get("hint"))}</div></div>')
+    for w in landing_warnings(run):
+        out += (f'<p class="warn" data-warning="{e(w["code"])}"><b>{e(w["code"])}</b>: {prose(w["message"])}'
+                f'<br><span class="muted">{prose(w["hint"])}</span></p>')
+    return out
+
+
 def _undo_notice(store: Store, data: RunData) -> str:
     """Reverted (by which commit, or which revert run), the run it reverts, the branches it was applied to."""
     notes = []
     rev, of = data.reverted or {}, data.revert_of or {}
-    if rev.get("commit"):
+    if rev.get("commit") and not rev.get("run"):
         notes.append(f'reverted on {e(rev["branch"])} by commit <code>{e(rev["commit"][:12])}</code>')
     elif rev.get("run"):
         other = store.get_run(rev["run"])
@@ -90,8 +117,8 @@ def _undo_notice(store: Store, data: RunData) -> str:
     return "".join(f'<p class="warn" data-undo>{n}</p>' for n in notes)
 
 
-def _section(title: str, body: str, open_: bool = False) -> str:
-    slug = title.lower()
+def _section(title: str, body: str, open_: bool = False, slug: str = "") -> str:
+    slug = slug or title.lower()
     return f'<details class="sec" id="sec-{slug}"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
 
 
@@ -112,12 +139,12 @@ def _gates(doc: dict[str, Any]) -> str:
     if not gates:
         return '<p class="muted">no gates checked yet</p>'
     rows = []
-    for g in gates:
+    for g in sorted(gates, key=lambda g: 2 if g.get("ok") else 1 if g.get("waived") else 0):  # red ones first
         mark = ('<span class="warn">waived</span>' if g.get("waived") else
                 '<span class="ok">ok</span>' if g.get("ok") else '<span class="bad">FAILED</span>')
         why = f'<div class="muted small">waived: {e(g.get("waiver_reason"))}</div>' if g.get("waived") else ""
         rows.append(f'<tr class="gate" data-gate="{e(g["code"])}"><td>{mark}</td><td><code>{e(g["code"])}</code></td>'
-                    f'<td>{e(g.get("detail", ""))}{why}</td></tr>')
+                    f'<td>{prose(g.get("detail", ""))}{why}</td></tr>')
     digest = doc.get("diff_sha256")
     return (f'<table class="gates"><tbody>{"".join(rows)}</tbody></table>'
             + (f'<p class="muted small">diff sha256 {e(digest)}</p>' if digest else ""))
@@ -148,7 +175,7 @@ def _verification(rdir: Path) -> str:
                    if passed is None else '<span class="bad">failed</span>')
         cmds = []
         for c in doc.get("commands", []):
-            ok = c.get("exit_code") == 0 and not c.get("timed_out")
+            ok = command_passed(c)
             argv = " ".join(str(a) for a in (c.get("argv") or []))
             cmds.append(f'<div class="cmd"><div><span class="{"ok" if ok else "bad"}">{"PASS" if ok else "FAIL"}</span> '
                         f'<code>{e(argv)}</code> exit {e(c.get("exit_code"))} in {e(c.get("duration_s"))}s</div>'
@@ -246,7 +273,7 @@ def _receipt(rdir: Path, data: RunData) -> str:
         rows += [
             ("worker tokens", f'{u.get("input_tokens", 0)} in ({u.get("cached_input_tokens", 0)} cached), '
                               f'{u.get("output_tokens", 0)} out'),
-            ("worker cost", money(w.get("cost_usd"))),
+            ("worker cost", money(data.cost_usd if data.cost_usd is not None else w.get("cost_usd"))),
             *([("cross-review cost", f'{money(review.get("cost_usd"))} ({review.get("rounds")} round(s) by '
                                      f'{review.get("profile")}); worker side {money(metrics.get("worker_side_cost_usd"))}')]
               if isinstance(review := metrics.get("review"), dict) else []),

@@ -1,11 +1,15 @@
-"""The dashboard's guard: only local hosts, no cross-origin writes, and a per-launch token for actions.
+"""The dashboard's guard: only local hosts, the per-launch token on every request, no cross-origin writes.
 
 * Every request must name the dashboard's own host (``127.0.0.1:PORT`` or ``localhost:PORT``) in
   its Host header, so a DNS-rebinding page on another name cannot read the dashboard.
-* A request that changes state (anything but GET and HEAD) must come from the dashboard's own origin
-  (``Origin`` and ``Sec-Fetch-Site`` when the browser sends them) and carry the launch token, in the
-  ``bosun_dash`` cookie or an ``X-Bosun-Token`` header. The cookie is set, HttpOnly and
-  SameSite=Strict, when the browser opens the URL ``bosun dash`` printed (``/?token=...``).
+* Every request, pages and assets included, must carry the launch token, in the ``bosun_dash``
+  cookie or an ``X-Bosun-Token`` header. Anything on the machine can connect to 127.0.0.1 (a
+  worker, another user): a page shows what a run verified, held-out assertions included, so reading
+  one needs the token as much as approving one does. The cookie is set, HttpOnly and
+  SameSite=Strict, when the browser opens the URL ``bosun dash`` printed (``/?token=...``, on any
+  path), which then drops the token from the address.
+* A request that changes state (anything but GET and HEAD) must also come from the dashboard's own
+  origin (``Origin`` and ``Sec-Fetch-Site`` when the browser sends them).
 * Every response carries a strict Content-Security-Policy: scripts and styles from the dashboard
   itself only, nothing inline, no frames.
 """
@@ -60,11 +64,10 @@ class Guard:
         if method in SAFE_METHODS and "token" in query:
             await self._exchange_token(scope, send, query)
             return
-        if method not in SAFE_METHODS:
-            problem = self._check_write(headers, host)
-            if problem:
-                await _plain(send, 403, problem)
-                return
+        problem = self._check_token(headers) or (self._check_write(headers, host) if method not in SAFE_METHODS else None)
+        if problem:
+            await _plain(send, 403, problem)
+            return
         path = scope.get("path", "")
         csp = CARD_CSP if path.endswith(".svg") else CSP
 
@@ -89,6 +92,9 @@ class Guard:
         site = headers.get("sec-fetch-site")
         if site is not None and site not in ("same-origin", "none"):
             return "cross-site request refused"
+        return None
+
+    def _check_token(self, headers: dict[str, str]) -> str | None:
         offered = headers.get(TOKEN_HEADER) or _cookie(headers.get("cookie", ""), COOKIE) or ""
         if not offered or not hmac.compare_digest(offered, self.token):
             return "missing or wrong dashboard token: open the URL `bosun dash` printed (it carries the token)"

@@ -7,30 +7,42 @@ from typing import Any
 
 
 def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[float]]], unit: str = "") -> str:
-    """Grouped bars: ``series`` is [(name, css class, values)], one value per label."""
-    width, height, left, bottom, top = 640, 220, 56, 40, 28
+    """Grouped bars: ``series`` is [(name, css class, values)], one value per label. A negative value
+    (a saving below zero) is drawn below the zero line, not left out."""
+    width, height, left, bottom, top = 640, 220, 64, 40, 28
     if not labels:
         return f'<p class="muted">{escape(title)}: no data yet</p>'
-    peak = max((v for _, _, values in series for v in values), default=0) or 1.0
+    values_all = [v for _, _, values in series for v in values]
+    peak, trough = max([0.0, *values_all]), min([0.0, *values_all])
+    if peak == trough:
+        peak = 1.0
     plot_w, plot_h = width - left - 12, height - bottom - top
+    scale = plot_h / (peak - trough)
+    zero = top + peak * scale
     group_w = plot_w / len(labels)
     bar_w = max(2.0, min(28.0, (group_w - 6) / max(1, len(series))))
     parts = [
         f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
         f'<text x="{left}" y="16" class="chart-title">{escape(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 12}" y2="{top + plot_h}" class="axis"/>',
-        f'<text x="{left - 6}" y="{top + 8}" class="tick" text-anchor="end">{escape(_fmt(peak, unit))}</text>',
-        f'<text x="{left - 6}" y="{top + plot_h}" class="tick" text-anchor="end">0</text>',
+        f'<line x1="{left}" y1="{zero:.1f}" x2="{width - 12}" y2="{zero:.1f}" class="axis"/>',
+        f'<text x="{left - 6}" y="{zero:.1f}" class="tick" text-anchor="end">0</text>',
     ]
+    if zero - (top + 8) >= 12:  # the peak's label, unless it would sit on the zero line's
+        parts.append(f'<text x="{left - 6}" y="{top + 8}" class="tick" text-anchor="end">{escape(_fmt(peak, unit))}</text>')
+    if trough < 0:
+        parts.append(f'<text x="{left - 6}" y="{top + plot_h}" class="tick" text-anchor="end">'
+                     f'{escape(_fmt(trough, unit))}</text>')
     step = max(1, len(labels) // 10)
     for i, label in enumerate(labels):
         x0 = left + i * group_w + 3
         for j, (name, cls, values) in enumerate(series):
             v = values[i] if i < len(values) else 0
-            h = max(0.0, v / peak * plot_h)
+            h = abs(v) * scale
+            y = zero - h if v >= 0 else zero
             x = x0 + j * bar_w
+            neg = " neg" if v < 0 else ""
             parts.append(
-                f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 1:.1f}" height="{h:.1f}" class="{cls}">'
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar_w - 1:.1f}" height="{h:.1f}" class="{cls}{neg}">'
                 f"<title>{escape(label)} {escape(name)}: {escape(_fmt(v, unit))}</title></rect>"
             )
         if i % step == 0:
@@ -45,7 +57,10 @@ def bar_chart(title: str, labels: list[str], series: list[tuple[str, str, list[f
 
 def _fmt(v: float, unit: str) -> str:
     if unit == "$":
-        return f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
+        sign, v = ("-" if v < 0 else ""), abs(v)
+        # A cent is not the smallest cost a run has: sub-cent values keep their digits ($0.0016).
+        return sign + (f"${v:.4f}" if 0 < v < 0.01 else f"${v:,.3f}" if v < 1 else f"${v:,.2f}" if v < 100
+                       else f"${v:,.0f}")
     if v >= 1_000_000:
         return f"{v / 1_000_000:.1f}M"
     if v >= 1000:

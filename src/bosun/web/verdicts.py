@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bosun.web.html import e
+from bosun.web.html import e, prose
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,7 +33,7 @@ def section(verdict: Mapping[str, Any] | None) -> str:
     """The run page's verdict: the line, then every reason with its sentence."""
     if not verdict:
         return '<div class="verdict-box"><b>verdict:</b> <span class="muted">not judged yet</span></div>'
-    reasons = "".join(f'<li data-reason="{e(r["code"])}"><code>{e(r["code"])}</code>: {e(r["sentence"])}</li>'
+    reasons = "".join(f'<li data-reason="{e(r["code"])}"><code>{e(r["code"])}</code>: {prose(r["sentence"])}</li>'
                       for r in verdict.get("reasons") or [])
     ack = verdict.get("acknowledged")
     note = ""

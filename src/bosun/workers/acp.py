@@ -68,6 +68,7 @@ CANCEL_GRACE_S = 5.0  # after session/cancel, before the process group is killed
 EXIT_GRACE_S = 5.0  # after the turn ended and stdin closed, before a lingering agent is killed
 AUTH_REQUIRED = -32000  # ACP's "authentication required"
 CONFIGURED_AGENTS = ("opencode",)  # agents bosun writes a configuration for
+SERVES_ITSELF = ("opencode", "kilo")  # agents that run a loopback server of their own (``--port``)
 
 SPEC = CliSpec(
     label="ACP agent",
@@ -97,8 +98,17 @@ class AcpWorker(CliWorker):
     name = "acp"
     spec = SPEC
 
+    def serves_on_loopback(self, profile: Profile) -> bool:
+        """Whether its runs need a port of their own (``WorkerContext.own_port``)."""
+        return agent_name(profile) in SERVES_ITSELF
+
     def build_argv(self, ctx: WorkerContext, binary: str) -> list[str]:
-        return [binary, *ctx.profile.command[1:], *ctx.profile.extra_args]
+        argv = [binary, *ctx.profile.command[1:]]
+        if ctx.own_port and agent_name(ctx.profile) in SERVES_ITSELF and "--port" not in argv:
+            # `opencode acp` serves its session over HTTP on loopback and talks to that: the port the
+            # sandbox lets it reach (a random one would be refused under network = "provider-only").
+            argv += ["--port", str(ctx.own_port)]
+        return [*argv, *ctx.profile.extra_args]
 
     def build_env(self, ctx: WorkerContext) -> dict[str, str]:
         if agent_name(ctx.profile) == "opencode":

@@ -17,9 +17,10 @@ warning    message (something the CLI reported that did not stop the run, e.g. a
 session    session_id
 ========== ==============================================================================
 
-bosun adds two events of its own that no worker stream can produce: ``sandbox`` (what the kernel
-enforces for the attempt: mechanism, abi, network, containment, writable) and ``contained`` (count,
-killed: the processes the worker left behind, killed when its step ended).
+bosun adds events of its own that no worker stream can produce: ``sandbox`` (what the kernel
+enforces for the attempt: mechanism, abi, network, containment, writable), ``command`` (argv: the
+worker's command line as started) and ``contained`` (count, killed: the processes the worker left
+behind, killed when its step ended).
 
 Every event also carries ``ts`` (unix seconds) and ``seq``. Parsers are pure: ``parse_line`` maps one
 line of the CLI's output to zero or more events, so they can be tested on recorded streams.
@@ -176,6 +177,11 @@ def ev_sandbox(report: dict[str, Any]) -> dict[str, Any]:
     return {"type": "sandbox", **report}
 
 
+def ev_command(argv: list[str]) -> dict[str, Any]:
+    """The worker's command line as it was started (``delegate --dry-run`` shows the same one)."""
+    return {"type": "command", "argv": list(argv)}
+
+
 @dataclass(frozen=True)
 class Permissions:
     """What the run's mode lets the worker do, decided by the engine (adapters never read the task mode).
@@ -219,6 +225,9 @@ class WorkerContext:
     on_start: Callable[[int], None] | None = None
     # The kernel sandbox for the worker's process tree (None: not enforced on this run).
     confine: Confinement | None = None
+    # A TCP port free on this machine that the sandbox lets the worker connect to (None: any port may be
+    # reached): for a CLI that talks to a server of its own on loopback (OpenCode's and Kilo's --port).
+    own_port: int | None = None
     # What the mode allows; None: derived from ``read_only`` (no shell in a read-only run).
     permissions: Permissions | None = None
 

@@ -18,6 +18,7 @@ from bosun.workers.base import (
     Usage,
     WorkerContext,
     WorkerResult,
+    ev_command,
     ev_contained,
     ev_error,
 )
@@ -77,6 +78,7 @@ def run_cli(
                "on this machine; pass keys through the profile's api_key_env only")
         ctx.emit(ev_error(msg, ErrorClass.permanent))
         return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+    ctx.emit(ev_command(list(argv)))  # the record of what ran, as `delegate --dry-run` showed it
     env = {**env, proc.TOKEN_VAR: proc.new_token()}
     try:
         res = proc.run_supervised(

@@ -99,10 +99,10 @@ class CliWorker:
         return self.build_argv(ctx, binary), env, self.stdin(ctx)
 
     def run(self, ctx: WorkerContext) -> WorkerResult:
-        binary = self.binary(ctx.profile)
-        if not binary:
+        started = command_line(self, ctx)
+        if started is None:
             return missing_binary(ctx, self.spec)
-        argv, env, stdin = self.prepare(ctx, binary)
+        argv, env, stdin = started
         parser = self.make_parser(ctx)
         stop = self.stop_condition(ctx, env, parser)
         run_ctx = dataclasses.replace(ctx, should_stop=stop) if stop else ctx
@@ -121,6 +121,22 @@ class CliWorker:
 
     def describe(self, profile: Profile) -> WorkerInfo:
         return describe_cli(self.spec, profile, self.problems(profile))
+
+
+def command_line(worker: object, ctx: WorkerContext, binary: str | None = None) -> tuple[list[str], dict[str, str], bytes] | None:
+    """argv, env and stdin of the process ``worker`` starts for ``ctx``: a run starts it and
+    ``bosun delegate --dry-run`` shows it, both from here. None when the worker starts no process of
+    its own (native, remote) or its program is not found; ``binary`` stands in for a program that is
+    not installed (the dry run still shows the command)."""
+    prepare = getattr(worker, "prepare", None)
+    find = getattr(worker, "binary", None)
+    if prepare is None or find is None:
+        return None
+    program = find(ctx.profile) or binary
+    if not program:
+        return None
+    argv, env, stdin = prepare(ctx, program)
+    return list(argv), env, stdin
 
 
 def either(first: Callable[[], bool], second: Callable[[], bool] | None) -> Callable[[], bool]:

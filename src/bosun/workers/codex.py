@@ -99,9 +99,12 @@ SPEC = CliSpec(
 
 
 def unenforced(ctx: WorkerContext) -> list[str]:
-    if ctx.confine is not None:
+    if ctx.confine is not None and ctx.confine.connect_ports is None:
         return ["no network block for commands: Codex's own sandbox cannot run inside bosun's kernel "
-                "sandbox, which confines writes (the worktree, or nothing in read-only modes) but not the network"]
+                "sandbox, which confines writes (the worktree, or nothing in read-only modes) but, with "
+                "network = \"any\", not the network"]
+    if ctx.confine is not None:
+        return []  # bosun's sandbox holds what Codex's would: writes, and TCP to the provider alone
     if _runs_tests_read_only(ctx):
         return ["test mode: Codex runs with the workspace-write sandbox (its read-only sandbox stops test "
                 "runners), so edits to the worktree are not blocked by the CLI; bosun discards them "
@@ -128,8 +131,9 @@ def sandbox_mode(ctx: WorkerContext) -> str:
     """
     if ctx.confine is not None:
         # Inside bosun's kernel sandbox Codex's own cannot start: its bubblewrap needs a user
-        # namespace (writing /proc/self/uid_map is refused) and its Landlock fallback insists on
-        # bubblewrap. bosun's sandbox confines writes instead, read-only modes included.
+        # namespace (bosun's forbids a nested one; under Landlock alone writing /proc/self/uid_map is
+        # refused) and its Landlock fallback insists on bubblewrap. bosun's sandbox confines writes
+        # instead, read-only modes included, and the network under provider-only.
         return "danger-full-access"
     if not ctx.allowed.edit and not _runs_tests_read_only(ctx):
         return "read-only"

@@ -19,6 +19,7 @@ from bosun.workers.base import (
     WorkerContext,
     WorkerInfo,
     WorkerResult,
+    ev_error,
     ev_message,
     truncate,
 )
@@ -69,15 +70,29 @@ class CommandWorker:
 
     name = "command"
 
-    def run(self, ctx: WorkerContext) -> WorkerResult:
-        argv = [expand_setting_path(ctx.profile.command[0]), *ctx.profile.command[1:], *ctx.profile.extra_args]
+    def binary(self, profile: Profile) -> str | None:
+        return expand_setting_path(profile.command[0]) if profile.command else None
+
+    def prepare(self, ctx: WorkerContext, binary: str) -> tuple[list[str], dict[str, str], bytes]:
+        """argv, env and stdin of one run (through ``cli_worker.command_line``, as for every CLI)."""
         env = dict(ctx.env)
         env["BOSUN_TASK_FILE"] = str(ctx.task_file)
         env["BOSUN_RUN_ID"] = ctx.run_id
         env["BOSUN_MODE"] = ctx.allowed.mode
         if ctx.resume_session:
             env["BOSUN_RESUME_SESSION"] = ctx.resume_session
-        result = run_cli(ctx, argv, env, CommandParser(), stdin_data=ctx.prompt.encode("utf-8"))
+        return [binary, *ctx.profile.command[1:], *ctx.profile.extra_args], env, ctx.prompt.encode("utf-8")
+
+    def run(self, ctx: WorkerContext) -> WorkerResult:
+        from bosun.workers.cli_worker import command_line
+
+        started = command_line(self, ctx)
+        if started is None:
+            msg = "profile has adapter = \"command\" but no `command = [...]`"
+            ctx.emit(ev_error(msg, ErrorClass.permanent))
+            return WorkerResult(status="failed", error_class=ErrorClass.permanent, error_message=msg)
+        argv, env, stdin = started
+        result = run_cli(ctx, argv, env, CommandParser(), stdin_data=stdin)
         if not ctx.allowed.edit:
             result.unenforced = [READ_ONLY_UNENFORCED]
         return result

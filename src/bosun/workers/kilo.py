@@ -75,6 +75,7 @@ class KiloWorker(OpenCodeFamilyWorker):
     spec = SPEC
     env_prefix = "KILO"
     log_name = "kilo"
+    serves_itself = True
 
     def config(self, ctx: WorkerContext) -> dict[str, Any]:
         cfg = super().config(ctx)

@@ -390,7 +390,9 @@ class NativeWorker:
                     msg = f"the model stream stalled (no data for {client.timeout.read:g}s)"
                     return self._fail(ctx, result, ErrorClass.timeout, msg, status)
                 except httpx.HTTPError as exc:
-                    return self._fail(ctx, result, ErrorClass.transient, f"connection error: {exc}")
+                    from bosun.workers.endpoint import reason
+
+                    return self._fail(ctx, result, ErrorClass.transient, f"cannot reach {prof.base_url}: {reason(exc)}")
                 step_usage = _usage_from(reply["usage"])
                 result.usage.add(step_usage)
                 result.steps = step

@@ -316,6 +316,9 @@ class OpenCodeFamilyWorker(CliWorker):
 
     env_prefix: ClassVar[str] = "OPENCODE"
     log_name: ClassVar[str] = "opencode"
+    # Whether ``run`` starts a server of its own on loopback and talks to it (Kilo does): it then gets
+    # the port the sandbox lets it connect to, instead of a random one it could not reach.
+    serves_itself: ClassVar[bool] = False
 
     def config(self, ctx: WorkerContext) -> dict[str, Any]:
         allowed = ctx.allowed
@@ -323,6 +326,10 @@ class OpenCodeFamilyWorker(CliWorker):
 
     def extra_env(self) -> dict[str, str]:
         return {}
+
+    def serves_on_loopback(self, profile: Profile) -> bool:
+        """Whether its runs need a port of their own (``WorkerContext.own_port``)."""
+        return self.serves_itself
 
     def build_argv(self, ctx: WorkerContext, binary: str) -> list[str]:
         prof = ctx.profile
@@ -334,6 +341,8 @@ class OpenCodeFamilyWorker(CliWorker):
             argv += ["--session", ctx.resume_session]
         else:
             argv += ["--title", f"bosun {ctx.run_id}"]  # also saves the title-generation request
+        if self.serves_itself and ctx.own_port:
+            argv += ["--port", str(ctx.own_port)]
         argv += list(prof.extra_args)
         return argv
 

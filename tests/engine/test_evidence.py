@@ -45,8 +45,8 @@ REASONS = [{"code": "VERIFY_FAILED", "sentence": "the verify commands failed on 
 def test_visible_failures_come_with_their_assertion_output(tmp_path):
     _verify(tmp_path, "20261129-142501-a1b2c1")
     ev = gather("20261129-142501-a1b2c1", REASONS, [])
-    assert sorted(ev.failed_tests) == ["tests.hidden.test_accept::test_add", "tests.test_calc.TestMore::test_add_zero",
-                                       "tests.test_calc::test_add"]
+    assert sorted(ev.failed_tests) == ["tests/hidden/test_accept.py::test_add", "tests/test_calc.py::TestMore::test_add_zero",
+                                       "tests/test_calc.py::test_add"]
     text = ev.text()
     assert "assert -1 == 5" in text and "VERIFY_FAILED: the verify commands failed" in text
     assert "<<<<<<<< output" in text and "it is not an instruction" in text
@@ -58,7 +58,7 @@ def test_hidden_tests_appear_only_as_a_count(tmp_path):
     _verify(tmp_path, "20261129-142501-a1b2c2")
     ev = gather("20261129-142501-a1b2c2", REASONS, ["tests/hidden/test_accept.py"])
     assert ev.hidden_failed == 1
-    assert sorted(ev.failed_tests) == ["tests.test_calc.TestMore::test_add_zero", "tests.test_calc::test_add"]
+    assert sorted(ev.failed_tests) == ["tests/test_calc.py::TestMore::test_add_zero", "tests/test_calc.py::test_add"]
     text = ev.text()
     assert "1 hidden acceptance test also failed" in text
     assert "hidden" not in json.dumps(ev.to_record()["failed_tests"])

@@ -43,6 +43,9 @@ KINDS: dict[str, str] = {
     "GIT_RULES_CHANGED": HONESTY,
     "PYTHON_STARTUP_CHANGED": HONESTY,
     "MODULE_SHADOWED": HONESTY,
+    "PACKAGE_METADATA_ADDED": HONESTY,  # a plugin the test runner would load from the change
+    "RUNNER_REFERENCED": HONESTY,  # the code under test reaches for the runner that grades it
+    "RUNNER_TAMPERED": HONESTY,  # ... and the runner guard saw it change how the tests ran
     "VERIFY_ENTRY_CHANGED": HONESTY,
     "BINARY_CHANGE": HONESTY,  # bytes no reviewer can read: never coached into a better-hidden one
     "SYMLINK_CHANGE": HONESTY,  # links out of the worktree, writes next to it
@@ -52,6 +55,7 @@ KINDS: dict[str, str] = {
     "GIT_POINTER_CHANGED": HONESTY,
     "NESTED_REPOSITORY": HONESTY,
     "USER_GIT_TAMPERED": HONESTY,
+    "USER_FILES_TAMPERED": HONESTY,  # modes or flags of your files changed while the worker ran
     "HOLDOUT_TOUCHED": HONESTY,
     "REVIEW_CHANGED_TREE": HONESTY,
     "READ_ONLY_VIOLATION": HONESTY,

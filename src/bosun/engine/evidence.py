@@ -94,7 +94,7 @@ def _from_commands(ev: Evidence, commands: list[dict[str, Any]], hidden: list[st
         argv = " ".join(str(a) for a in cmd.get("argv") or [])[:200]
         what = "timed out" if cmd.get("timed_out") else f"exited {cmd.get('exit_code')}"
         ev.commands.append({"command": argv, "what": what + label, "exit_code": cmd.get("exit_code")})
-        failed = [str(t) for t in ((cmd.get("tests") or {}).get("failed") or [])]
+        failed = failed_tests(cmd)
         visible = [t for t in failed if not _is_hidden(t, hidden)]
         ev.hidden_failed += len(failed) - len(visible)
         ev.failed_tests += [t for t in visible if t not in ev.failed_tests]
@@ -113,14 +113,18 @@ def _unfenced(part: str) -> str:
     return part.replace(">" * 8, ">" * 7 + " ").replace("<" * 8, "<" * 7 + " ")
 
 
+def failed_tests(cmd: dict[str, Any]) -> list[str]:
+    """The ids of the tests a verify command's runner reported failing, and the test files it could not
+    collect: the one place that reads the per-test outcomes of a command entry (isolation/test_reports)."""
+    tests = cmd.get("tests") or {}
+    if not isinstance(tests, dict):
+        return []
+    return [str(t) for t in (*(tests.get("failed") or []), *(tests.get("collect_errors") or []))]
+
+
 def _is_hidden(test_id: str, hidden: list[str]) -> bool:
-    """A junit id (``pkg.module[.Class]::name``) of a test in a hidden file."""
-    module = test_id.partition("::")[0]
-    for path in hidden:
-        dotted = path.removesuffix(".py").replace("/", ".")
-        if module == dotted or module.startswith(dotted + ".") or path in test_id:
-            return True
-    return False
+    """A test id of a test in a hidden file or folder."""
+    return any(f == path or f.startswith(path.rstrip("/") + "/") for f in _files_of(test_id) for path in hidden)
 
 
 def _sections(tail: str, visible: list[str], hidden: list[str]) -> list[str]:
@@ -150,9 +154,13 @@ def _sections(tail: str, visible: list[str], hidden: list[str]) -> list[str]:
 
 
 def _files_of(test_id: str) -> list[str]:
-    """The files ``pkg.module[.Class]::name`` may live in (``pkg/module.py``; a class part cannot be told
-    from a module by its name, so every dotted prefix is a candidate)."""
-    parts = [p for p in test_id.partition("::")[0].split(".") if p]
+    """The files a test id may live in: its path (``tests/test_x.py::Class::name``, a node id from the
+    repository root), or, for a runner's ``pkg.module[.Class]::name``, every dotted prefix as a path (a
+    class part cannot be told from a module by its name)."""
+    head = test_id.partition("::")[0]
+    if "/" in head or head.endswith(".py"):
+        return [head]
+    parts = [p for p in head.split(".") if p]
     return ["/".join(parts[:i]) + ".py" for i in range(len(parts), 0, -1)]
 
 

@@ -184,8 +184,9 @@ class TaskContract(_Strict):
         "its honesty never does",
     )
     best_of: BestOf | None = Field(
-        default=None, description="K candidates at once, each in its own worktree ({k: 2..5, profiles: [...]}, "
-        "or just K); the first landable one wins, the others are stopped",
+        default=None, description="not available yet: a task with best_of is refused before anything runs "
+        "(NOT_AVAILABLE). Planned: K candidates at once, each in its own worktree ({k: 2..5, profiles: [...]}, "
+        "or just K); the first landable one wins",
     )
 
     @field_validator("prompt")

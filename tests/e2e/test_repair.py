@@ -118,3 +118,41 @@ def test_best_of_is_refused_before_anything_runs(cli, repo, tmp_path):
     assert code == 2, res
     assert "best_of is not available yet" in json.dumps(res) and "remove best_of" in json.dumps(res)
     assert cli("list", "--json")[1]["count"] == 0, "no run was created"
+
+
+def test_the_track_record_after_a_mix_of_outcomes_is_exact_to_the_run(cli, repo, tmp_path):
+    _profiles(repo, repair=1, ladder=True)
+    git(repo, "commit", "-qam", "profiles")
+    start = git(repo, "rev-parse", "HEAD").strip()
+
+    def delegated(profile: str, **task) -> int:
+        code = _delegate(cli, repo, tmp_path, profile, **task)[0]
+        git(repo, "reset", "-q", "--hard", start)  # the next task finds the bug again
+        return code
+
+    assert delegated("learner") == 0  # landed after one repair: 1100 + 440
+    assert delegated("learner", repair=0) == 3  # refused: 1100
+    assert delegated("cheater") == 3  # a cheat attempt: 900 + 80
+    assert delegated("never") == 0  # never twice (2 x 1100), then strong lands: 2200
+    assert delegated("strong", verify=[]) == 7  # nothing checked: needs review, 2200
+    code, out = cli("workers", "--repo", str(repo), "--json")
+    records = {w["profile"]: w["record"] for w in out["workers"]}
+    for rec in records.values():
+        assert rec.pop("median_s") is None or rec["runs"]  # a time only where there are runs
+    assert records["learner"] == {"runs": 2, "landable": 1, "needs_review": 0, "refused": 1, "cheat_attempts": 0,
+                                  "repairs": 1, "landed": 1, "cost_usd": pytest.approx(2640 / 1e6),
+                                  "cost_per_landed_usd": pytest.approx(2640 / 1e6)}
+    assert records["cheater"] == {"runs": 1, "landable": 0, "needs_review": 0, "refused": 1, "cheat_attempts": 1,
+                                  "repairs": 0, "landed": 0, "cost_usd": pytest.approx(980 / 1e6),
+                                  "cost_per_landed_usd": None}
+    assert records["never"] == {"runs": 1, "landable": 0, "needs_review": 0, "refused": 1, "cheat_attempts": 0,
+                                "repairs": 1, "landed": 0, "cost_usd": pytest.approx(2200 / 1e6),
+                                "cost_per_landed_usd": None}
+    assert records["strong"] == {"runs": 2, "landable": 1, "needs_review": 1, "refused": 0, "cheat_attempts": 0,
+                                 "repairs": 0, "landed": 1, "cost_usd": pytest.approx(4400 / 1e6),
+                                 "cost_per_landed_usd": pytest.approx(4400 / 1e6)}
+    assert records["fix"]["runs"] == 0
+    code, text = cli("workers", "--repo", str(repo))
+    assert "record: 1 runs: 0 landable, 0 need review, 1 refused (1 cheat attempts); 0 repairs; 0 landed" in text
+    code, models = cli("models", "learner", "--repo", str(repo), "--json")
+    assert models["profiles"][0]["record"]["landed"] == 1

@@ -156,3 +156,10 @@ def test_the_track_record_after_a_mix_of_outcomes_is_exact_to_the_run(cli, repo,
     assert "record: 1 runs: 0 landable, 0 need review, 1 refused (1 cheat attempts); 0 repairs; 0 landed" in text
     code, models = cli("models", "learner", "--repo", str(repo), "--json")
     assert models["profiles"][0]["record"]["landed"] == 1
+    # Routing by the record: with tiers to route between, a task naming no profile goes to the cheap
+    # profile with the lowest expected cost per landed change, and `check` says so before anything runs.
+    (repo / "bosun.toml").write_text((repo / "bosun.toml").read_text()
+                                     + '\n[profiles.premium]\nadapter = "command"\ncommand = ["x"]\ntier = "premium"\n')
+    code, checked = cli("check", str(task_yaml(tmp_path / "route.json", difficulty="low")), "--repo", str(repo), "--json")
+    assert checked["routing"]["profile"] == "learner", checked["routing"]
+    assert "track record: learner expects $0.0030 per landed change" in checked["routing"]["reason"]

@@ -20,8 +20,8 @@ def _profiles(repo, repair: int | None = None, ladder: bool = False) -> None:
     text = (repo / "bosun.toml").read_text().replace("repair = 0\n", "")
     if repair is not None:
         text = f"repair = {repair}\n" + text
-    for mode in ("learner", "never", "cheater", "strong"):
-        up = 'escalate_to = "strong"\n' if ladder and mode == "never" else ""
+    for mode in ("learner", "never", "cheater", "turncoat", "strong"):
+        up = 'escalate_to = "strong"\n' if ladder and mode in ("never", "cheater", "turncoat") else ""
         text += (f'\n[profiles.{mode}]\nadapter = "command"\n{up}'
                  f'command = ["{sys.executable}", "{WORKER}", "{mode}"]\nprices = {{input = 1.0, output = 2.0}}\n')
     (repo / "bosun.toml").write_text(text)
@@ -86,6 +86,18 @@ def test_a_worker_that_cheats_on_its_first_try_is_never_repaired(cli, repo, tmp_
     code, shown = cli("show", res["id"], "--json")
     assert "turns" not in shown  # a run of one turn lists none
     assert "cost_by_rung" not in shown
+
+
+def test_a_worker_that_cheats_on_its_repair_turn_is_refused_and_never_escalated(cli, repo, tmp_path):
+    _profiles(repo, repair=3, ladder=True)
+    code, res = _delegate(cli, repo, tmp_path, "turncoat")
+    assert code == 3 and res["state"] == "rejected" and res["merged_commit"] is None, res
+    codes = [r["code"] for r in res["verdict"]["reasons"]]
+    assert "TEST_WEAKENED" in codes or "LOCKED_PATH_CHANGED" in codes, codes
+    code, shown = cli("show", res["id"], "--json")
+    # One honest failure repaired; the cheat that followed ends the run: no more rounds, no next rung.
+    assert [(t["kind"], t["profile"]) for t in shown["turns"]] == [("work", "turncoat"), ("repair", "turncoat")]
+    assert "escalated: yes" not in _turn_lines(res["id"])
 
 
 def test_a_ladder_climbs_from_a_worker_that_never_succeeds_to_one_that_does(cli, repo, tmp_path):

@@ -6,6 +6,7 @@ stdin. Each prints what it saw, so a test reads from the run's events what each 
   and shows its assertion output (a repair round's evidence).
 - ``never``: the same wrong fix every turn.
 - ``cheater``: makes the failing test pass by weakening it; would fix the code if shown the evidence.
+- ``turncoat``: the wrong fix first; shown the evidence, it weakens the failing test instead.
 - ``strong``: fixes add() at once, and says whether the task came with another worker's refusal.
 """
 
@@ -56,6 +57,13 @@ def main() -> None:
             test = Path("tests/test_calc.py")
             test.write_text(test.read_text().replace("assert add(2, 3) == 5", "assert True"))
         usage(900, 40)
+    elif mode == "turncoat":
+        if shown_the_failure(prompt):
+            test = Path("tests/test_calc.py")
+            test.write_text(test.read_text().replace("assert add(2, 3) == 5", "assert True"))
+        else:
+            set_add(WRONG)
+        usage(1000, 50)
     elif mode == "strong":
         print("escalated: " + ("yes" if "Another worker tried this task" in prompt else "no"))
         set_add("return a + b")

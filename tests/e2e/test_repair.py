@@ -175,3 +175,17 @@ def test_the_track_record_after_a_mix_of_outcomes_is_exact_to_the_run(cli, repo,
     code, checked = cli("check", str(task_yaml(tmp_path / "route.json", difficulty="low")), "--repo", str(repo), "--json")
     assert checked["routing"]["profile"] == "learner", checked["routing"]
     assert "track record: learner expects $0.0030 per landed change" in checked["routing"]["reason"]
+
+
+def test_a_plan_task_gets_its_repair_round(cli, repo, tmp_path):
+    _profiles(repo)
+    git(repo, "commit", "-qam", "profiles")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"title": "fix", "max_attempts": 1, "tasks": [{
+        "id": "add", "title": "Fix add()", "prompt": "add() subtracts; make it add.", "profile": "learner",
+        "verify": [f"{sys.executable} -m pytest -q tests"], "locked": ["tests/**"], "timeout_s": 60}]}))
+    code, out = cli("plan", "run", str(plan), "--repo", str(repo), "--json")
+    (done,) = out["tasks"]
+    assert done["state"] == "merged" and done["attempts"] == 1, out  # one attempt: repaired, not retried
+    code, shown = cli("show", done["run_id"], "--json")
+    assert [t["kind"] for t in shown["turns"]] == ["work", "repair"], shown.get("turns")

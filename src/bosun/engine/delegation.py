@@ -88,13 +88,10 @@ def _attempt_verify_judge(ctx: RunContext, run: Run, task: TaskContract, on_even
     try:
         with stopping(ctx, run):
             # The baseline goes on while the change is verified: a fast worker does not wait for it.
-            outcome = phases.attempt(ctx, run, task, on_event=on_event, defer_baseline=True, warm_up=True)
-            repair.first_turn(ctx, run, outcome)
-        # Refused for the work itself: repair rounds, then the ladder's next rung (engine/repair.py).
-        checked = repair.verify_and_repair(ctx, run, task, on_event) if run.state == states.WORKED else None
-        if checked is not None:
-            with stopping(ctx, run):
-                phases.review(ctx, run, task, checked, on_event=on_event)
+            phases.attempt(ctx, run, task, on_event=on_event, defer_baseline=True, warm_up=True)
+        if run.state == states.WORKED:
+            # Refused for the work itself: repair rounds, then the ladder's next rung (engine/repair.py).
+            repair.verify_repair_review(ctx, run, task, on_event)
     except BosunError:
         _write_report(ctx, run.id)
         raise

@@ -61,9 +61,23 @@ def rungs_for(settings: Settings, profile: str) -> list[str]:
     return [p.name for p in ladder(settings, profile)]
 
 
-def first_turn(ctx: RunContext, run: Run, outcome: Outcome) -> None:
-    """The run's first worker turn, as the first entry of its ``turns``."""
-    _add_turn(ctx, run, {"rung": 0, "profile": outcome.profile, "kind": "work"}, outcome)
+def _first_turn(ctx: RunContext, run: Run) -> None:
+    """The worker turn the run was worked with, as the first entry of its ``turns`` (what the attempt
+    phase recorded: the run's usage and cost so far are that turn's)."""
+    if run.data.turns:
+        return
+    entry = {"rung": 0, "profile": run.profile, "kind": "work", "status": (run.data.worker or {}).get("status"),
+             "usage": run.data.usage or {}, "cost_usd": float(run.data.cost_usd or 0.0)}
+    ctx.store.write(run, turns=[entry])
+
+
+def verify_repair_review(ctx: RunContext, run: Run, task: TaskContract, on_event: Any = None) -> None:
+    """What follows the worker's turn of a worked run the caller holds: verification with its repair
+    rounds and ladder, then the cross-review of what passed (delegate, the MCP driver and plans)."""
+    checked = verify_and_repair(ctx, run, task, on_event)
+    if checked is not None:
+        with stopping(ctx, run):
+            phases.review(ctx, run, task, checked, on_event=on_event)
 
 
 def verify_and_repair(ctx: RunContext, run: Run, task: TaskContract, on_event: Any = None) -> Checked | None:
@@ -71,6 +85,7 @@ def verify_and_repair(ctx: RunContext, run: Run, task: TaskContract, on_event: A
     worker the evidence and verify its new change. Returns what passed verification, or None when the
     run ends rejected (or the worker's turn stopped it: failed, blocked, cancelled)."""
     settings = ctx.settings(Path(run.repo))
+    _first_turn(ctx, run)
     rounds = rounds_for(task, settings)
     worked_by = run.profile or ""  # the profile whose turn is verified first (a fallback's, when one answered)
     rungs = rungs_for(settings, worked_by) if task.mode == Mode.code and worked_by else [worked_by]

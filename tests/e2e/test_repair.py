@@ -102,6 +102,11 @@ def test_a_worker_that_cheats_on_its_repair_turn_is_refused_and_never_escalated(
 
 def test_a_ladder_climbs_from_a_worker_that_never_succeeds_to_one_that_does(cli, repo, tmp_path):
     _profiles(repo, repair=1, ladder=True)
+    # `check` says beforehand what a refusal for the work gets.
+    code, checked = cli("check", str(task_yaml(tmp_path / "c.json")), "--repo", str(repo), "--profile", "never", "--json")
+    assert checked["repair"] == {"rounds": 1, "ladder": ["never", "strong"]}, checked
+    code, text = cli("check", str(task_yaml(tmp_path / "c.json")), "--repo", str(repo), "--profile", "never")
+    assert "repair: up to 1 round(s) per profile for a change refused for the work, then strong" in text, text
     code, res = _delegate(cli, repo, tmp_path, "never")
     assert code == 0 and res["verdict"]["outcome"] == "landable", res
     assert "return a + b" in git(repo, "show", f"{res['merged_commit']}:src/calc.py")

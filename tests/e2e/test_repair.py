@@ -31,7 +31,7 @@ def _turn_lines(run_id: str) -> list[str]:
     lines = []
     for raw in (run_dir(run_id) / "events.jsonl").read_text().splitlines():
         ev = json.loads(raw)
-        if ev.get("type") == "message" and str(ev.get("text", "")).startswith(("turn:", "escalated:")):
+        if ev.get("type") == "message" and str(ev.get("text", "")).startswith(("turn:", "escalated:", "hidden ")):
             lines.append(ev["text"])
     return lines
 
@@ -48,7 +48,8 @@ def test_a_worker_that_fixes_the_bug_once_shown_the_failing_test_lands_with_one_
     assert "return a + b" in git(repo, "show", f"{res['merged_commit']}:src/calc.py")
     # The repair turn resumed the worker's session, so it carried the evidence and not the task again.
     assert _turn_lines(res["id"]) == ["turn: resumed=none task=yes evidence=no",
-                                      "turn: resumed=sess-learner task=no evidence=yes"]
+                                      "turn: resumed=sess-learner task=no evidence=yes",
+                                      "hidden named: none; hidden counted: False"]
     code, shown = cli("show", res["id"], "--json")
     turns = shown["turns"]
     assert [(t["kind"], t["profile"]) for t in turns] == [("work", "learner"), ("repair", "learner")]
@@ -194,3 +195,27 @@ def test_a_plan_task_gets_its_repair_round(cli, repo, tmp_path):
     assert done["state"] == "merged" and done["attempts"] == 1, out  # one attempt: repaired, not retried
     code, shown = cli("show", done["run_id"], "--json")
     assert [t["kind"] for t in shown["turns"]] == ["work", "repair"], shown.get("turns")
+
+
+HIDDEN = """from calc import add
+
+
+def test_secret_acceptance():
+    assert add(2, 3) == 5, "acceptance-only-42"
+"""
+
+
+def test_a_hidden_acceptance_test_is_only_counted_in_the_evidence(cli, repo, tmp_path):
+    (repo / "tests" / "test_hidden.py").write_text(HIDDEN)
+    _profiles(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "acceptance test")
+    code, res = _delegate(cli, repo, tmp_path, "learner", holdout=["tests/test_hidden.py"])
+    assert code == 0 and res["verdict"]["outcome"] == "landable", res
+    # The repair turn saw the visible failure, and of the hidden one only that it failed.
+    assert _turn_lines(res["id"])[1:] == ["turn: resumed=sess-learner task=no evidence=yes",
+                                          "hidden named: none; hidden counted: True"]
+    code, shown = cli("show", res["id"], "--json")
+    evidence = shown["turns"][1]["evidence"]
+    assert evidence["failed_tests"] == ["tests/test_calc.py::test_add"] and evidence["hidden_failed"] == 1
+    assert "test_hidden" not in json.dumps(shown["turns"]) and "acceptance-only-42" not in json.dumps(shown["turns"])

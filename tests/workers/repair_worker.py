@@ -45,6 +45,8 @@ def main() -> None:
     if resumed == "none":
         print(json.dumps({"type": "session", "session_id": f"sess-{mode}"}))
     if mode == "learner" and shown_the_failure(prompt):
+        hidden = [w for w in ("test_hidden", "acceptance-only-42", "test_secret_acceptance") if w in prompt]
+        print(f"hidden named: {hidden or 'none'}; hidden counted: {'hidden acceptance test' in prompt}")
         set_add("return a + b")
         usage(400, 20)
     elif mode in ("learner", "never"):

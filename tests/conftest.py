@@ -55,7 +55,9 @@ MODES = (
 
 
 def bosun_toml() -> str:
-    lines = ['default_profile = "fix"', ""]
+    # One turn per run: the tests that use this config are about one turn's verdict; repair rounds have
+    # their own (tests/e2e/test_repair.py), where bosun.toml leaves the default.
+    lines = ['default_profile = "fix"', "repair = 0", ""]
     for mode in MODES:
         lines.append(f"[profiles.{mode}]")
         lines.append('adapter = "command"')

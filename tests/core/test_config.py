@@ -52,3 +52,45 @@ def test_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(BadInput) as exc:
         load_settings(tmp_path)
     assert "bosun.toml:2" in exc.value.message
+
+
+def _ladder_toml(path, *rungs: tuple[str, str | None]) -> None:
+    text = ""
+    for name, up in rungs:
+        text += f'[profiles.{name}]\nadapter = "command"\ncommand = ["x"]\n'
+        text += f'escalate_to = "{up}"\n' if up else ""
+    (path / "bosun.toml").write_text(text)
+
+
+def test_an_escalation_ladder_loads_rung_by_rung(tmp_path):
+    from bosun.core.config import ladder
+
+    _ladder_toml(tmp_path, ("cheap", "mid"), ("mid", "top"), ("top", None))
+    s = load_settings(tmp_path)
+    assert [p.name for p in ladder(s, "cheap")] == ["cheap", "mid", "top"]
+    assert [p.name for p in ladder(s, "top")] == ["top"]
+    assert s.repair == 1  # the default: one repair round per rung
+
+
+def test_a_ladder_with_an_unknown_rung_or_a_cycle_is_refused_at_load(tmp_path):
+    _ladder_toml(tmp_path, ("cheap", "mid"), ("mid", "nosuch"))
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert exc.value.code == "BAD_CONFIG"
+    assert "escalate_to = 'nosuch' names no profile" in exc.value.message and "cheap, mid" in exc.value.message
+    _ladder_toml(tmp_path, ("cheap", "mid"), ("mid", "top"), ("top", "mid"))
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert "cycle: mid -> top -> mid" in exc.value.message, exc.value.message
+    _ladder_toml(tmp_path, ("solo", "solo"))
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert "cycle: solo -> solo" in exc.value.message
+    assert exc.value.hint  # says what to do
+
+
+def test_repair_rounds_are_bounded(tmp_path):
+    (tmp_path / "bosun.toml").write_text("repair = 4\n")
+    with pytest.raises(BadInput) as exc:
+        load_settings(tmp_path)
+    assert "repair" in exc.value.message

@@ -71,3 +71,18 @@ def test_an_unknown_field_gets_the_closest_known_one(tmp_path):
     assert hints["'verfy'"].startswith("did you mean 'verify'?")
     assert hints["'limits.max_fils'"].startswith("did you mean 'max_files'?")
     assert hints["'colour'"] == "`bosun schema` lists the fields a task accepts"
+
+
+def test_repair_and_best_of_are_bounded_and_best_of_takes_a_bare_k():
+    from bosun.core.contract import contract_from_mapping
+    from bosun.core.errors import ProblemsFound
+
+    base = {"title": "t", "prompt": "p"}
+    task = contract_from_mapping({**base, "repair": 2, "best_of": 3})
+    assert task.repair == 2 and task.best_of is not None and task.best_of.k == 3 and task.best_of.profiles == []
+    task = contract_from_mapping({**base, "best_of": {"k": 2, "profiles": ["a", "b"]}})
+    assert task.best_of is not None and task.best_of.profiles == ["a", "b"]
+    assert contract_from_mapping(base).repair is None  # unset: bosun.toml's repair decides
+    for bad in ({"repair": 4}, {"repair": -1}, {"best_of": 1}, {"best_of": 6}, {"best_of": {"k": 3, "n": 1}}):
+        with pytest.raises(ProblemsFound):
+            contract_from_mapping({**base, **bad})

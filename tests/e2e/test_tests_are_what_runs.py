@@ -42,7 +42,8 @@ def project(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (repo / name).write_text(text)
     (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-    (repo / "bosun.toml").write_text('default_profile = "root_fix"\n' + profiles(*ROOT_MODES))
+    # repair = 0: these tests judge one change; a repair round of a scripted cheat repeats nothing useful.
+    (repo / "bosun.toml").write_text('default_profile = "root_fix"\nrepair = 0\n' + profiles(*ROOT_MODES))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "start")

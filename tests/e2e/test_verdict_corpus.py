@@ -85,8 +85,9 @@ def make_case_repo(root: Path, case: dict[str, Any], variant: str) -> Path:
         target.write_text((CORPUS / "blobs" / key).read_text())
     (repo / ".gitignore").write_text(IGNORE)
     command = [sys.executable, str(WORKER), str(CORPUS / "cases" / f"{case['name']}.json"), variant]
+    # repair = 0: the corpus measures the verdict on one change, not what a repair round makes of it.
     (repo / "bosun.toml").write_text(
-        'default_profile = "corpus"\n\n[profiles.corpus]\nadapter = "command"\n'
+        'default_profile = "corpus"\nrepair = 0\n\n[profiles.corpus]\nadapter = "command"\n'
         f"command = {json.dumps(command)}\n"
     )
     git(repo, "init", "-q", "-b", "main")

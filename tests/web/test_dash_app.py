@@ -118,6 +118,9 @@ def test_workers_and_savings_pages(runs: dict[str, Any]) -> None:
     c = client(Path(runs["ok"].repo))
     workers = c.get("/workers").text
     assert 'data-profile="fix"' in workers and "command" in workers
+    # The track record, as `bosun workers` has it: the locked-path edit is a cheat attempt.
+    locked = re.search(r'<tr data-profile="edit_locked">.*?</tr>', workers).group(0)
+    assert "1 runs: 0 landable, 0 need review, 1 refused (1 cheat attempts)" in locked, locked
     savings = c.get("/savings").text
     assert '<svg class="chart"' in savings and "parent tokens saved" in savings
     assert c.get("/savings", params={"since": ""}).status_code == 200

@@ -145,7 +145,7 @@ def healthy(report: dict[str, Any]) -> bool:
 
 
 def worker_rows(repo: Path, settings: Settings | SettingsView | None = None) -> list[dict[str, Any]]:
-    """Each configured profile with its cooldown and recent success rate (``bosun workers --json``);
+    """Each configured profile with its cooldown, recent success rate and track record (``bosun workers --json``);
     ``settings``: those of ``repo`` when the caller has them."""
     from bosun.store.db import open_store
 
@@ -153,10 +153,13 @@ def worker_rows(repo: Path, settings: Settings | SettingsView | None = None) -> 
         from bosun.core.config import load_settings
 
         settings = load_settings(repo)
+    from bosun.engine.track_record import track_records
+
     store = open_store()
     cooling = store.cooldowns()
     rows = []
     profiles: dict[str, Profile | ProfileView] = dict(settings.profiles)
+    records = track_records(store, profiles)
     for name, prof in sorted(profiles.items()):
         stats = store.profile_stats(name)
         cd = cooling.get(name)
@@ -166,5 +169,6 @@ def worker_rows(repo: Path, settings: Settings | SettingsView | None = None) -> 
             "cooldown_until": cd["until"] if cd else None, "cooldown_reason": cd["reason"] if cd else None,
             "recent_attempts": stats["attempts"], "success_rate": stats["success_rate"],
             "default": name == settings.default_profile,
+            "record": records[name],  # derived from the runs in the store (engine/track_record.py)
         })
     return rows

@@ -31,8 +31,14 @@ FETCH_TIMEOUT_S = 8.0
 
 
 def catalog(settings: Settings | SettingsView, only: str | None = None, refresh: bool = False) -> dict[str, Any]:
+    from bosun.engine.track_record import track_records
+    from bosun.store.db import open_store
+
     names = [only] if only else sorted(settings.profiles)
     profiles = [_entry(settings.profile(n), refresh) for n in names]
+    records = track_records(open_store(), [e["profile"] for e in profiles])
+    for e in profiles:
+        e["record"] = records[e["profile"]]  # derived from the runs in the store (engine/track_record.py)
     return {"profiles": profiles, "cache_ttl_s": CACHE_TTL_S}
 
 

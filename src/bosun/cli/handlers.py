@@ -141,6 +141,12 @@ def _check(args: argparse.Namespace, dry_run: bool) -> int:
 
         review = effective_review(task.review, pf.settings.review)
         out["review"] = review.model_dump(mode="json") if review else None  # who reads the change, if anyone
+        if pf.choice is not None:
+            from bosun.engine.repair import rounds_for, rungs_for
+
+            # What a refusal for the work itself gets: repair rounds per rung, and the rungs it climbs.
+            out["repair"] = {"rounds": rounds_for(task, pf.settings),
+                             "ladder": rungs_for(pf.settings, pf.choice.profile.name)}
     if not pf.ok:
         from bosun.engine.preflight import PreflightFailed
 

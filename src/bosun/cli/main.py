@@ -297,14 +297,19 @@ def build_parser(wanted: str | None = "*") -> argparse.ArgumentParser:
     p.add_argument("--probe", action="store_true", help="also check that each endpoint answers")
     _common(p, repo=True)
 
-    p = add("workers", "list profiles with tier, strengths, cooldown and recent success rate")
+    p = add("workers", "list profiles with tier, strengths, cooldown, recent success rate and track record",
+            "The track record of each profile is derived from the newest 500 judged runs in the store:\n"
+            "runs landable / needing review / refused (cheat attempts: refusals about honesty), repairs\n"
+            "used, changes landed, cost per landed change (every run's cost over the changes that\n"
+            "landed), median working time; --json: `record`. A ladder's lower rungs count as refused.")
     _common(p, repo=True)
 
     p = add(
         "models",
         "the models each profile's CLI or provider offers, with the prices the profile sets",
         "List the models a profile can use: from the CLI's own listing where it has one (opencode models,\n"
-        "kilo models) or the provider's /v1/models. Cached for 30 minutes; offline means 'no catalog'.",
+        "kilo models) or the provider's /v1/models. Cached for 30 minutes; offline means 'no catalog'.\n"
+        "Each profile's track record follows (as in `bosun workers`; --json: `record`).",
     )
     p.add_argument("profile", nargs="?", metavar="PROFILE", help="only this profile (default: every profile)")
     p.add_argument("--refresh", action="store_true", help="ignore the 30-minute cache")

@@ -375,6 +375,10 @@ def print_check(out: dict[str, Any]) -> None:
     if review:
         w(f"cross-review: {review['profile']}, up to {review['rounds']} round(s)"
           + (f", refusing open {review['block_on']} or worse" if review.get("block_on") else "") + "\n")
+    repair = out.get("repair")
+    if repair and (repair["rounds"] or len(repair["ladder"]) > 1):
+        w(f"repair: up to {repair['rounds']} round(s) per profile for a change refused for the work"
+          + (", then " + " -> ".join(repair["ladder"][1:]) if len(repair["ladder"]) > 1 else "") + "\n")
     worker = out.get("worker")
     if worker:
         w(f"worker: {worker['adapter']}" + (f", model {worker['model']}" if worker.get("model") else "") + "\n")

@@ -80,6 +80,10 @@ def print_workers(rows: list[dict[str, Any]]) -> None:
         rate = "-" if r["success_rate"] is None else f"{r['success_rate']:.0%} of {r['recent_attempts']}"
         out = f"{r['profile']:<14} {r['adapter']:<9} {r['tier']:<9} {','.join(r['strengths']) or '-':<16} {rate}{note}"
         sys.stdout.write(out + ("  (default)" if r["default"] else "") + "\n")
+        if r.get("record"):
+            from bosun.engine.track_record import record_line
+
+            sys.stdout.write(f"  record: {record_line(r['record'])}\n")
     if not rows:
         sys.stdout.write("no profiles configured\n")
 
@@ -95,6 +99,10 @@ def print_catalog(doc: dict[str, Any]) -> None:
         out(f"profile {e['profile']} ({e['adapter']}): model {e['model'] or '-'}, {price}\n")
         efforts = ", ".join(e["efforts"]) or "none (this CLI has no effort setting)"
         out(f"  effort {e['effort'] or 'the CLI default'}; levels: {efforts}\n")
+        if e.get("record"):
+            from bosun.engine.track_record import record_line
+
+            out(f"  record: {record_line(e['record'])}\n")
         if e["effort_note"]:
             out(f"  note: {e['effort_note']}\n")
         if e["models"] is None:

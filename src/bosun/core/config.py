@@ -108,6 +108,10 @@ class Profile(BaseModel):
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None, description="reasoning effort; snapped to what the CLI and model accept")
     fallbacks: list[str] = Field(default_factory=list)
+    escalate_to: str | None = Field(
+        default=None, description="the profile a task goes to when this one's repair rounds end without a "
+        "landable change (the next rung of the ladder)",
+    )
     tier: Literal["cheap", "standard", "premium"] = "cheap"
     strengths: list[str] = Field(default_factory=list)
     self_review: bool = False
@@ -163,6 +167,8 @@ class Settings(BaseModel):
     self_review_min_diff_lines: int = Field(default=40, ge=0, description="skip self-review below this many changed lines")
     review: ReviewConfig | None = Field(default=None, description="cross-review of every code run (a task's review: "
                                         "replaces it)")
+    repair: int = Field(default=1, ge=0, le=3, description="repair rounds per profile of a code run whose change is "
+                        "refused for the work itself (a task's repair: replaces it)")
     parent_prices: Prices = Field(default_factory=lambda: DEFAULT_PARENT_PRICES.model_copy())
     profiles: dict[str, Profile] = Field(default_factory=dict)
     callers: dict[str, str] = Field(default_factory=dict)
@@ -199,6 +205,10 @@ class Settings(BaseModel):
     def _name_profiles(cls, v: dict[str, Profile]) -> dict[str, Profile]:
         for name, prof in v.items():
             prof.name = name
+        for name in v:
+            problem = ladder_problem(name, v)
+            if problem:
+                raise ValueError(problem)
         return v
 
     @model_validator(mode="after")
@@ -216,6 +226,30 @@ class Settings(BaseModel):
             return self.profiles[name]  # type: ignore[index]  # None is an unknown profile like any other
         except KeyError:
             raise unknown_profile(name, self.profiles) from None
+
+
+def ladder_problem(start: str, profiles: dict[str, Profile]) -> str | None:
+    """What is wrong with the escalation ladder that starts at ``start``: a rung naming an unknown
+    profile, or a ladder that comes back to a rung (it would climb forever)."""
+    seen = [start]
+    name = profiles[start].escalate_to
+    while name is not None:
+        if name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none"
+            return f"profile {seen[-1]}: escalate_to = {name!r} names no profile (profiles: {known})"
+        if name in seen:
+            return "escalate_to makes a cycle: " + " -> ".join([*seen[seen.index(name):], name])
+        seen.append(name)
+        name = profiles[name].escalate_to
+    return None
+
+
+def ladder(settings: Settings, start: str) -> list[Profile]:
+    """The rungs from ``start`` up: the profile, then each ``escalate_to`` in turn (checked acyclic at load)."""
+    rungs = [settings.profile(start)]
+    while rungs[-1].escalate_to:
+        rungs.append(settings.profile(rungs[-1].escalate_to))
+    return rungs
 
 
 def _read_toml(path: Path, data: bytes | None) -> dict[str, Any]:

@@ -99,6 +99,20 @@ class VerifyCommand(_Strict):
         return list(self.run)
 
 
+class BestOf(_Strict):
+    """K candidates at once, each in its own worktree; the first landable one wins."""
+
+    k: int = Field(ge=2, le=5, description="how many candidates work at once (2..5)")
+    profiles: list[str] = Field(
+        default_factory=list, description="the candidates' profiles, rotated (empty: the run's own profile)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"k": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class Limits(_Strict):
     max_files: int = Field(default=50, ge=1, description="most files the change may touch")
     max_deleted_lines: int = Field(
@@ -162,6 +176,17 @@ class TaskContract(_Strict):
     review: ReviewConfig | None = Field(
         default=None, description="cross-review by another profile after verification (replaces bosun.toml's "
         "[review]); rounds: 0 turns it off",
+    )
+    repair: int | None = Field(
+        default=None, ge=0, le=3,
+        description="repair rounds per profile (0..3; unset: bosun.toml's repair, default 1): a change refused for "
+        "the work itself (failing tests, scope, size) goes back to the worker with the evidence; a refusal about "
+        "its honesty never does",
+    )
+    best_of: BestOf | None = Field(
+        default=None, description="not available yet: a task with best_of is refused before anything runs "
+        "(NOT_AVAILABLE). Planned: K candidates at once, each in its own worktree ({k: 2..5, profiles: [...]}, "
+        "or just K); the first landable one wins",
     )
 
     @field_validator("prompt")

@@ -87,6 +87,7 @@ UNTRUSTED = (
     "review.findings",
     "cross_review.rounds[].summary",
     "cross_review.rounds[].findings",
+    "turns[].evidence.failed_tests",
 )
 
 

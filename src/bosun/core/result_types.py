@@ -45,5 +45,7 @@ class RunResult(_RunResultKeys, total=False):
     reverted: dict[str, Any]  # {commit | run, branch, landing, at}
     revert_of: dict[str, Any]  # {run, landing, conflicts}
     applied: list[dict[str, Any]]  # [{branch, commit, reverified, at}]
+    turns: list[dict[str, Any]]  # [{rung, profile, kind, refused_for, evidence, resumed, status, usage, cost_usd}]
+    cost_by_rung: list[dict[str, Any]]  # [{profile, turns, cost_usd, share}]: a run that climbed a ladder
     savings: dict[str, Any] | None
     final_message: str | None

@@ -175,6 +175,7 @@ class ProfileView:
         self.prices = PricesView(doc["prices"])
         self.effort: str | None = doc["effort"]
         self.fallbacks: list[str] = doc["fallbacks"]
+        self.escalate_to: str | None = doc.get("escalate_to")
         self.tier: str = doc["tier"]
         self.strengths: list[str] = doc["strengths"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.core import states
 from bosun.core.contract import Mode, TaskContract
 from bosun.core.errors import BosunError
 from bosun.engine import locks, phases
@@ -82,12 +83,15 @@ def drive(ctx: RunContext, run: Run, task: TaskContract, auto_approve: bool, on_
 def _attempt_verify_judge(ctx: RunContext, run: Run, task: TaskContract, on_event: Any) -> Verdict | None:
     """The phases after prepare, with the one handler of a stop: a failed worker's error reaches the
     caller once the receipt is written; a cancelled or rejected run is judged as it stands."""
+    from bosun.engine import repair
+
     try:
         with stopping(ctx, run):
             # The baseline goes on while the change is verified: a fast worker does not wait for it.
             phases.attempt(ctx, run, task, on_event=on_event, defer_baseline=True, warm_up=True)
-            checked = phases.verify(ctx, run, task)
-            phases.review(ctx, run, task, checked, on_event=on_event)
+        if run.state == states.WORKED:
+            # Refused for the work itself: repair rounds, then the ladder's next rung (engine/repair.py).
+            repair.verify_repair_review(ctx, run, task, on_event)
     except BosunError:
         _write_report(ctx, run.id)
         raise

@@ -83,6 +83,24 @@ def verify(ctx: RunContext, run_id: str, task: TaskContract | None = None) -> Ru
         return _verify_held(ctx, run, task)
 
 
+def verify_and_repair(ctx: RunContext, run_id: str) -> Run:
+    """A worked run's verification with its repair rounds and escalation ladder, then its cross-review
+    (engine/repair.py): what a delegation does after the worker's turn, for plans. ``bosun verify``
+    stays one verification: a person who runs it is not spending on repair turns unasked."""
+    from bosun.engine.repair import verify_repair_review
+
+    with locks.run_lock(run_id):
+        run = ctx.store.require_run(run_id)
+        if run.state != states.WORKED:
+            raise InvalidTransition(f"run {run_id} is {run.state!r}; verification needs a worked run",
+                                    "run `bosun work` first")
+        try:
+            verify_repair_review(ctx, run, load_task(run.id))
+        finally:
+            refresh_receipt(ctx, run.id)  # the repair turns cost too
+        return ctx.store.require_run(run.id)
+
+
 def _verify_held(ctx: RunContext, run: Run, task: TaskContract | None = None) -> Run:
     task = task or load_task(run.id)
     try:

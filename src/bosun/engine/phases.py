@@ -155,6 +155,7 @@ def attempt(
     on_event: Any = None,
     defer_baseline: bool = False,
     warm_up: bool = False,
+    prompt: str | None = None,
 ) -> Outcome:
     """Run the worker (with fallbacks) in the run's worktree. The run ends ``worked``, or the phase
     raises ``RunStopped`` (failed, blocked, cancelled).
@@ -162,7 +163,8 @@ def attempt(
     ``defer_baseline``: a caller that verifies next in this process (delegate) does not wait for the
     baseline here; verification overlaps it and the proof waits for it (``baseline.settle``).
     ``warm_up``: once the worker process runs, a background thread imports what verification needs and
-    loads the receipt's tokenizer. Done earlier (the tokenizer holds the interpreter lock for about
+    loads the receipt's tokenizer. ``prompt``: what the turn reads instead of the task (a repair or a
+    rung's turn, engine/repair.py); ``resume`` also resumes the worker's session. Done earlier (the tokenizer holds the interpreter lock for about
     50 ms) it delayed bosun's own steps before the worker starts; while the worker runs, bosun has
     nothing else to do."""
     from bosun.engine.attempts import run_attempts
@@ -180,7 +182,8 @@ def attempt(
         with worker_guard.watched(ctx, run):
             baseline = start_baseline(run, task, settings.baseline)
             outcome = run_attempts(ctx, settings, run, task, resume=resume, profile_name=profile_name,
-                                   on_event=on_event, on_worker_start=warm_up_after_worker if warm_up else None)
+                                   on_event=on_event, prompt_override=prompt,
+                                   on_worker_start=warm_up_after_worker if warm_up else None)
         worker_guard.record_git_tampering(ctx, run, outcome)
         if baseline is not None and outcome.result.status == "ok":
             if not defer_baseline:

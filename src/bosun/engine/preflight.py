@@ -101,6 +101,12 @@ def check_task(
         if probe:
             pf.problems += endpoint_problems(pf.choice.profile)
     pf.problems += verify_problems(task, pf.repo, pf.base)
+    if task.best_of is not None:
+        # In the contract so a task that asks for it is told, before anything runs, not silently given one try.
+        pf.problems.append(Problem(
+            "NOT_AVAILABLE", "best_of is not available yet: this bosun runs one candidate per task",
+            "remove best_of from the task; repair: (rounds with the evidence) and a profile's escalate_to "
+            "give a refused change more tries"))
     return pf
 
 

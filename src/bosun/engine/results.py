@@ -73,6 +73,13 @@ def run_result(run: Run, error: dict[str, Any] | None = None, brief: bool = Fals
         "error": error if error is not None else current_error(run),
         "run_dir": str(rdir),
     }
+    if data.turns and len(data.turns) > 1:
+        # Repair rounds and the ladder's rungs (engine/repair.py): each turn, why it was given, its cost.
+        result["turns"] = data.turns
+        if len({t.get("profile") for t in data.turns}) > 1:
+            from bosun.engine.turns import cost_by_rung
+
+            result["cost_by_rung"] = cost_by_rung(data.turns)
     if cross_review is not None:
         # Another profile's review of the change: its rounds, findings and cost (engine/review_record.py).
         result["cross_review"] = compact_review(cross_review, run.diff_sha256, brief=brief)

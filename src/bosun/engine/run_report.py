@@ -16,6 +16,7 @@ from bosun.engine import record
 from bosun.engine import review_record as rr
 from bosun.engine.metrics import cost_usd, parent_savings
 from bosun.engine.results import run_result
+from bosun.engine.turns import cost_by_rung, repairs_used
 from bosun.engine.verdict import one_line
 from bosun.parents.meter import measured_receipt, read_again
 from bosun.workers.base import Usage
@@ -98,6 +99,9 @@ def build_metrics(ctx: RunContext, run: Run) -> dict[str, Any]:
             "cost_reported_by_cli_usd": usage.cost_usd,
             "prices_per_million": prices.model_dump() if prices else None,
             "attempts": sum(1 for a in ctx.store.attempts(run.id) if a.get("profile") != _reviewer(data)),
+            # Repair rounds and the ladder's rungs (engine/repair.py): all in cost_usd, so in the saving too.
+            "repairs": repairs_used(data.turns),
+            "cost_by_rung": cost_by_rung(data.turns) if len({t.get("profile") for t in data.turns or []}) > 1 else None,
         },
         "review": rr.metrics(review),
         "worker_side_cost_usd": worker_side,
@@ -163,6 +167,7 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
     u = w["usage"]
     lines.append(f"- worker tokens: {u['input_tokens']} in ({u['cached_input_tokens']} cached), "
                  f"{u['output_tokens']} out ({u['reasoning_tokens']} reasoning); cost ${w['cost_usd']:.4f}")
+    lines += _turns_markdown(run.data.turns, w.get("cost_by_rung"))
     review = metrics.get("review")
     if review:
         lines.append(f"- cross-review by {review['profile']}: ${review['cost_usd']:.4f}; worker side in all "
@@ -181,6 +186,19 @@ def render_markdown(ctx: RunContext, run: Run, metrics: dict[str, Any]) -> str:
         when = time.strftime("%H:%M:%S", time.gmtime(t["at"]))
         lines.append(f"- {when} {t['from_state'] or '-'} -> {t['to_state']} (pid {t['pid']}): {t['reason']}")
     return "\n".join(lines) + "\n"
+
+
+def _turns_markdown(turns: list[dict[str, Any]] | None, rungs: list[dict[str, Any]] | None) -> list[str]:
+    """The receipt's line on repair rounds and rungs: the turns the cost above adds up, each rung's share."""
+    if not turns or len(turns) < 2:
+        return []
+    kinds = [t.get("kind") for t in turns]
+    line = (f"- worker turns: {len(turns)} ({kinds.count('repair')} repair, {kinds.count('escalation')} "
+            "escalation), all in the cost above and in the saving below")
+    if rungs:
+        line += "; cost by rung: " + ", ".join(
+            f"{r['profile']} ${r['cost_usd']:.4f} ({round(100 * r['share'])}%)" for r in rungs)
+    return [line]
 
 
 def review_markdown(doc: dict[str, Any] | None) -> list[str]:

@@ -101,8 +101,9 @@ TOOLS_DOC = {
                 "verified and merged into an integration branch, then the whole plan lands. Returns the plan id at "
                 "once; poll plan_status. `plan` is the plan object, or give `plan_path`.",
     "plan_status": "A plan's state, its waves and every task's state, run and merge.",
-    "workers": "The worker profiles the user configured (adapter, model, tier, strengths), their cooldowns and "
-               "recent success rates: which `profile` to name in a task.",
+    "workers": "The worker profiles the user configured (adapter, model, tier, strengths), their cooldowns, "
+               "recent success rates and track records (`record`: landed, refused, cheat attempts, repairs, cost per "
+               "landed change): which `profile` to name in a task.",
     "history": "Search past runs by words in their title and prompt (full-text), or list the latest: learn what was "
                "delegated before and how it went.",
     "savings": "Totals over past runs: worker tokens and cost, the parent tokens bosun estimated it saved, and the "

@@ -130,7 +130,7 @@ class TaskRunner:
             elif state in (states.WORKING, states.INTERRUPTED):
                 self._recover(run)
             elif state == states.WORKED:
-                self._call("verify", run.id)
+                self._verify(run.id)
             elif state == states.VERIFIED:
                 if self._waits_for_review(run, pt):
                     return model.T_REVIEW  # not merged: the wave ends with it waiting for a person
@@ -206,10 +206,19 @@ class TaskRunner:
         except BosunError:
             pass  # the run records why (failed, blocked, timeout)
 
-    def _call(self, verb: str, run_id: str) -> None:
-        from bosun.engine import lifecycle
+    def _verify(self, run_id: str) -> None:
+        """Verification with the task's repair rounds and the profile's ladder (engine/repair.py); a repair
+        turn whose worker failed is recorded on the run, which this loop then reads as a failed attempt."""
+        from bosun.engine.lifecycle import verify_and_repair
 
-        getattr(lifecycle, verb)(self.ctx, run_id)
+        try:
+            verify_and_repair(self.ctx, run_id)
+        except (InvalidTransition, Busy):
+            raise
+        except BosunError:
+            if self.ctx.store.require_run(run_id).state == states.WORKED:
+                raise  # verification itself could not run: not a verdict, and not the worker's
+            # else a repair turn's worker failed: the run records why (failed, blocked, timeout)
 
     def _recover(self, run: Run) -> None:
         from bosun.engine.lifecycle import recover

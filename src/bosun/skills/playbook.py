@@ -149,7 +149,9 @@ def worker_table(profiles: dict[str, Any], default: str | None) -> str:
         rows.append(f"| `{name}`{mark} | {p.adapter} | {p.model or '-'} | {p.tier} | {', '.join(p.strengths) or '-'} |")
     rows.append("")
     rows.append("Name one with `profile` in the contract, or leave it out and let bosun route by the task's "
-                "`difficulty` and `domain`. Call `workers` for cooldowns and recent success rates.")
+                "`difficulty` and `domain`. Call `workers` for cooldowns, recent success rates and each profile's "
+                "track record (`record`: landed, refused, cheat attempts, repairs, cost per landed change): "
+                "prefer the lowest cost per landed change, and avoid a profile with cheat attempts.")
     return "\n".join(rows)
 
 

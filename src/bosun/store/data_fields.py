@@ -45,6 +45,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "worker": ("engine.phases",),
     "usage": ("engine.phases",),
     "cost_usd": ("engine.phases",),
+    "turns": ("engine.repair",),
     "user_git_tampered": ("engine.worker_guard",),
     "user_files_tampered": ("engine.worker_guard",),
     "cancel_requested": ("engine.teardown",),

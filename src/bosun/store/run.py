@@ -55,6 +55,7 @@ class RunData:
     worker: dict[str, Any] | None
     usage: dict[str, Any] | None  # every worker turn the run took, summed
     cost_usd: float | None  # what those turns cost, each priced at its own profile's prices (or as its CLI said)
+    turns: list[dict[str, Any]] | None  # the first turn, each repair and each rung's: [{rung, profile, kind, cost_usd, ...}]
     user_git_tampered: dict[str, Any] | None
     user_files_tampered: dict[str, Any] | None  # modes, owners or flags of the user's files a worker changed
     cancel_requested: bool | None

@@ -209,6 +209,9 @@ def workers_page(store: Store, repo: Path, doctor: dict[str, Any] | None) -> str
     week = facts_since(store, time.time() - 7 * 86400)
     rows = []
     adapters = {a["adapter"]: a for a in (doctor or {}).get("adapters", [])}
+    from bosun.engine.track_record import record_line, track_records
+
+    records = track_records(store, settings.profiles if settings else {})
     for name, prof in sorted((settings.profiles if settings else {}).items()):
         stats = store.profile_stats(name)
         cd = cooling.get(name)
@@ -230,11 +233,12 @@ def workers_page(store: Store, repo: Path, doctor: dict[str, Any] | None) -> str
         rows.append(
             f'<tr data-profile="{e(name)}"><td><b>{e(name)}</b>{" (default)" if settings and name == settings.default_profile else ""}</td>'
             f'<td>{e(prof.adapter)}</td><td>{e(prof.model or "-")}</td><td>{e(prof.tier)}</td><td>{cli}</td>'
-            f'<td>{cool}</td><td>{rate}</td><td class="num">{len(mine)}</td><td class="num">{money(cost)}</td></tr>'
+            f'<td>{cool}</td><td>{rate}</td><td class="num">{len(mine)}</td><td class="num">{money(cost)}</td>'
+            f'<td class="small">{e(record_line(records[name]))}</td></tr>'
         )
     table = ('<div class="wide"><table class="runs"><thead><tr><th>profile</th><th>adapter</th><th>model</th><th>tier</th><th>CLI</th>'
-             '<th>cooldown</th><th>recent success</th><th>runs (7d)</th><th>cost (7d)</th></tr></thead>'
-             f'<tbody>{"".join(rows) or "<tr><td colspan=9 class=muted>no profiles configured</td></tr>"}</tbody></table></div>')
+             '<th>cooldown</th><th>recent success</th><th>runs (7d)</th><th>cost (7d)</th><th>track record</th></tr></thead>'
+             f'<tbody>{"".join(rows) or "<tr><td colspan=10 class=muted>no profiles configured</td></tr>"}</tbody></table></div>')
     note = f'<div class="error">{e(problem)}</div>' if problem else ""
     return layout("Workers", f"<h1>Workers</h1><p class=\"meta\">profiles of {e(repo)}</p>{note}{table}",
                   active="workers", live="runs")

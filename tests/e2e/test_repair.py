@@ -20,7 +20,7 @@ def _profiles(repo, repair: int | None = None, ladder: bool = False) -> None:
     text = (repo / "bosun.toml").read_text().replace("repair = 0\n", "")
     if repair is not None:
         text = f"repair = {repair}\n" + text
-    for mode in ("learner", "never", "cheater", "turncoat", "strong"):
+    for mode in ("learner", "never", "cheater", "turncoat", "quitter", "strong"):
         up = 'escalate_to = "strong"\n' if ladder and mode in ("never", "cheater", "turncoat") else ""
         text += (f'\n[profiles.{mode}]\nadapter = "command"\n{up}'
                  f'command = ["{sys.executable}", "{WORKER}", "{mode}"]\nprices = {{input = 1.0, output = 2.0}}\n')
@@ -99,6 +99,19 @@ def test_a_worker_that_cheats_on_its_repair_turn_is_refused_and_never_escalated(
     # One honest failure repaired; the cheat that followed ends the run: no more rounds, no next rung.
     assert [(t["kind"], t["profile"]) for t in shown["turns"]] == [("work", "turncoat"), ("repair", "turncoat")]
     assert "escalated: yes" not in _turn_lines(res["id"])
+
+
+def test_a_repair_turn_that_fails_says_what_it_was_repairing(cli, repo, tmp_path):
+    """The run ends failed (the worker's turn did not finish), and its error still names the refusal
+    that turn was given: the parent does not read a crash where bosun had refused a change."""
+    _profiles(repo, repair=1)
+    code, res = _delegate(cli, repo, tmp_path, "quitter")
+    assert res["state"] == "failed" and res["merged_commit"] is None, res
+    assert res["error"]["message"].startswith("bosun refused the change (VERIFY_FAILED) and its repair turn did "
+                                              "not finish: "), res["error"]
+    code, shown = cli("show", res["id"], "--json")
+    assert shown["error"]["message"] == res["error"]["message"]
+    assert [t["kind"] for t in shown["turns"]] == ["work", "repair"]
 
 
 def test_a_ladder_climbs_from_a_worker_that_never_succeeds_to_one_that_does(cli, repo, tmp_path):

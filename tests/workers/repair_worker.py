@@ -7,6 +7,7 @@ stdin. Each prints what it saw, so a test reads from the run's events what each 
 - ``never``: the same wrong fix every turn.
 - ``cheater``: makes the failing test pass by weakening it; would fix the code if shown the evidence.
 - ``turncoat``: the wrong fix first; shown the evidence, it weakens the failing test instead.
+- ``quitter``: the wrong fix first; shown the evidence, it crashes (exit 1) without a change.
 - ``strong``: fixes add() at once, and says whether the task came with another worker's refusal.
 """
 
@@ -65,6 +66,12 @@ def main() -> None:
             test.write_text(test.read_text().replace("assert add(2, 3) == 5", "assert True"))
         else:
             set_add(WRONG)
+        usage(1000, 50)
+    elif mode == "quitter":
+        if shown_the_failure(prompt):
+            print("giving up", file=sys.stderr)
+            sys.exit(1)
+        set_add(WRONG)
         usage(1000, 50)
     elif mode == "strong":
         print("escalated: " + ("yes" if "Another worker tried this task" in prompt else "no"))

@@ -114,12 +114,18 @@ def verify_and_repair(ctx: RunContext, run: Run, task: TaskContract, on_event: A
         entry = {"rung": rung, "profile": profile, "kind": kind, "resumed": resumed,
                  "refused_for": [r["code"] for r in reasons], "evidence": evidence.to_record()}
         outcome: Outcome | None = None
-        with stopping(ctx, run):
-            outcome = phases.attempt(ctx, run, task, resume=prompt if resumed else None, prompt=prompt,
-                                     profile_name=profile, on_event=on_event)
-        if outcome is not None:
-            entry["profile"] = outcome.profile  # a fallback may have answered
-            _add_turn(ctx, run, entry, outcome)
+        refused = ", ".join(dict.fromkeys(r["code"] for r in reasons))
+        try:
+            with stopping(ctx, run, after=f"bosun refused the change ({refused}) and its {kind} turn did not "
+                                          f"finish: "):
+                outcome = phases.attempt(ctx, run, task, resume=prompt if resumed else None, prompt=prompt,
+                                         profile_name=profile, on_event=on_event)
+        finally:  # a turn that stopped the run is listed too (its cost is in the run's, as every turn's)
+            if outcome is not None:
+                entry["profile"] = outcome.profile  # a fallback may have answered
+                _add_turn(ctx, run, entry, outcome)
+            else:
+                ctx.store.write(run, turns=[*(run.data.turns or []), {**entry, "status": run.state}])
         if run.state != states.WORKED:
             return None
 

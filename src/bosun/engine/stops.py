@@ -34,13 +34,20 @@ class RunStopped(Exception):
 
 
 @contextmanager
-def stopping(ctx: RunContext, run: Run) -> Iterator[None]:
+def stopping(ctx: RunContext, run: Run, after: str = "") -> Iterator[None]:
     """Run phases of the run a verb holds; a ``RunStopped`` one raises is handled here, once: the
     error and the stop's data are written, the run moves from the state it is in to ``stop.to`` (the
-    held ``Run`` follows), and the caller gets the error when the stop says it raises."""
+    held ``Run`` follows), and the caller gets the error when the stop says it raises. ``after`` is
+    what came before that the error alone would hide (a repair turn's failure hides the refusal it
+    was repairing): it leads the error's message, recorded and raised."""
     try:
         yield
     except RunStopped as stop:
+        if after:
+            for err in (stop.error, stop.cause):
+                if err is not None:
+                    err.message = f"{after}{err.message}"
+                    err.args = (err.message,)
         ctx.store.write(run, error=stop.error.to_dict(), **stop.data)
         ctx.store.move(run, stop.to, stop.reason[:500])
         if stop.raises:
